@@ -1,0 +1,28 @@
+# Detects the optional CUDA backend. GNN_CUDA=AUTO builds it when nvcc, the toolkit and NCCL are
+# found; ON makes a missing piece fatal; OFF never builds it. Result: GNN_HAVE_CUDA (ON/OFF).
+set(GNN_HAVE_CUDA OFF)
+if(NOT GNN_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)   # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES=...
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    find_package(NCCL)
+    if(NCCL_FOUND)
+      set(GNN_HAVE_CUDA ON)
+      message(STATUS "halognn: CUDA ${CUDAToolkit_VERSION}, NCCL ${NCCL_VERSION}, "
+                     "architectures ${CMAKE_CUDA_ARCHITECTURES}")
+    elseif(GNN_CUDA STREQUAL "ON")
+      message(FATAL_ERROR "GNN_CUDA=ON but NCCL was not found (set NCCL_ROOT)")
+    else()
+      message(STATUS "halognn: nvcc found but NCCL missing; CUDA backend OFF")
+    endif()
+  elseif(GNN_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "GNN_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()

@@ -1,0 +1,32 @@
+# Test registration helpers. Labels: unit, mpi, cuda, slow.
+#   halognn_add_unit_test(NAME SOURCES a.cpp b.cpp [LABELS slow ...])
+#     one GoogleTest binary linked with gtest_main, discovered test by test, label `unit`.
+#   halognn_add_mpi_test(NAME SOURCES a.cpp [RANKS 2 4] [LABELS ...])
+#     one GoogleTest binary linked with test/mpi_main.cpp, registered once per rank count as
+#     NAME.npN under mpiexec --oversubscribe, label `mpi`.
+function(halognn_add_unit_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LABELS;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE halognn ${T_LIBS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} PROPERTIES LABELS "unit;${T_LABELS}" TIMEOUT 300
+                       DISCOVERY_TIMEOUT 60
+                       ENVIRONMENT "HALOGNN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()
+
+function(halognn_add_mpi_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;RANKS;LABELS;LIBS" ${ARGN})
+  if(NOT T_RANKS)
+    set(T_RANKS 2 4)
+  endif()
+  add_executable(${name} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/test/mpi_main.cpp)
+  target_link_libraries(${name} PRIVATE halognn ${T_LIBS} GTest::gtest)
+  foreach(np IN LISTS T_RANKS)
+    add_test(NAME ${name}.np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe
+                     --allow-run-as-root ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}>
+                     --gtest_color=no ${MPIEXEC_POSTFLAGS})
+    set_tests_properties(${name}.np${np} PROPERTIES PROCESSORS ${np} TIMEOUT 600
+                         LABELS "mpi;${T_LABELS}"
+                         ENVIRONMENT "HALOGNN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  endforeach()
+endfunction()

@@ -1,0 +1,64 @@
+#pragma once
+/// @file codec.hpp
+/// The codec seam between packing boundary rows and the transport. A codec turns a block of
+/// packed rows (the rows one rank sends one peer, for one layer and direction) into bytes and
+/// back. Sizes are a pure function of (rows, cols), so the receiver knows how many bytes to
+/// expect without a size message, and every byte the transport moves is accounted for as payload
+/// or metadata.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/buffer.hpp"
+#include "core/types.hpp"
+
+namespace halognn {
+
+enum class Direction : std::uint8_t { forward = 0, backward = 1 };
+
+inline const char* to_string(Direction d) { return d == Direction::forward ? "fwd" : "bwd"; }
+
+/// Bytes of one encoded block.
+struct EncodedSize {
+  std::size_t payload = 0;   ///< the values themselves
+  std::size_t metadata = 0;  ///< per-row scales/offsets, indices, headers
+  std::size_t total() const { return payload + metadata; }
+};
+
+/// Identifies the random stream of one block: stochastic codecs key their rounding on
+/// (seed, epoch, layer, direction, global id of the row), so the encoding of a row does not
+/// depend on the rank count or on which peer it is sent to.
+struct CodecContext {
+  std::uint64_t seed = 0;
+  std::int64_t epoch = 0;
+  std::int32_t layer = 0;
+  Direction direction = Direction::forward;
+  /// Global id of each row of the block, on the same device as the rows.
+  const GlobalId* row_ids = nullptr;
+};
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  /// Short name as given on the command line ("fp32", "q1", ...).
+  virtual std::string name() const = 0;
+  /// True when decode(encode(x)) == x bit for bit.
+  virtual bool lossless() const = 0;
+  /// Exact encoded size of a rows x cols block.
+  virtual EncodedSize encoded_size(std::int64_t rows, std::int64_t cols) const = 0;
+  /// Encodes `rows` into `out`, which holds exactly encoded_size(rows.rows, rows.cols).total()
+  /// bytes on the same device. Throws Error on non-finite input.
+  virtual void encode(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
+                      std::span<std::byte> out) const = 0;
+  /// Decodes `in` (as written by encode for the same shape) into `rows`.
+  virtual void decode(const Device& dev, std::span<const std::byte> in, const CodecContext& ctx,
+                      DenseView rows) const = 0;
+};
+
+/// Builds a codec from its command-line name. Throws ConfigError naming the valid choices.
+std::unique_ptr<Codec> make_codec(std::string_view name);
+
+}  // namespace halognn

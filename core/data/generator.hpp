@@ -1,0 +1,33 @@
+#pragma once
+/// @file generator.hpp
+/// The built-in default graph: a degree-corrected stochastic block model with power-law degrees,
+/// class-dependent noisy features, a homophily knob and a seed. Deterministic for a given config
+/// (counter RNG), independent of thread count.
+#include <cstdint>
+
+#include "core/data/dataset.hpp"
+
+namespace halognn {
+
+struct SbmConfig {
+  GlobalId num_nodes = 100000;
+  /// Target number of undirected edges (before dropping duplicates/self-loops).
+  std::int64_t num_edges = 2000000;
+  std::int32_t num_classes = 16;
+  std::int32_t num_features = 128;
+  /// Probability that an edge endpoint is drawn from the same class as the other endpoint.
+  double homophily = 0.8;
+  /// Exponent of the power-law degree propensities (P(theta) ~ theta^-gamma).
+  double power_law_exponent = 2.5;
+  /// Standard deviation of the Gaussian noise added to the class-mean features.
+  double feature_noise = 1.0;
+  /// Fractions of nodes in the train / validation splits; the rest is test.
+  double train_fraction = 0.1;
+  double val_fraction = 0.1;
+  std::uint64_t seed = 1;
+};
+
+/// Generates the dataset; `meta` records the full config.
+Dataset generate_sbm(const SbmConfig& cfg);
+
+}  // namespace halognn

@@ -1,0 +1,46 @@
+#include "core/device.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <omp.h>
+
+namespace halognn {
+namespace {
+
+class CpuDevice final : public Device {
+ public:
+  DeviceKind kind() const noexcept override { return DeviceKind::cpu; }
+  std::string name() const override {
+    return "cpu (" + std::to_string(omp_get_max_threads()) + " OpenMP threads)";
+  }
+  void* alloc(std::size_t bytes) const override {
+    if (bytes == 0) return nullptr;
+    // 64-byte alignment: one cache line, and what AVX-512 loads like.
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw std::bad_alloc();
+    std::memset(p, 0, rounded);
+    return p;
+  }
+  void free(void* p) const noexcept override { std::free(p); }
+  void copy_from_host(void* d, const void* s, std::size_t n) const override { copy(d, s, n); }
+  void copy_to_host(void* d, const void* s, std::size_t n) const override { copy(d, s, n); }
+  void copy(void* d, const void* s, std::size_t n) const override {
+    if (n) std::memcpy(d, s, n);
+  }
+  void memset_zero(void* d, std::size_t n) const override {
+    if (n) std::memset(d, 0, n);
+  }
+  void synchronize() const override {}
+};
+
+}  // namespace
+
+DevicePtr cpu_device() {
+  static const DevicePtr dev = std::make_shared<CpuDevice>();
+  return dev;
+}
+
+}  // namespace halognn

@@ -1,0 +1,115 @@
+#pragma once
+/// @file rng.hpp
+/// Counter-based random numbers (Philox-4x32-10, Salmon et al., SC'11). A value is a pure
+/// function of (key, counter): no state advances, so the same (seed, purpose, epoch, layer,
+/// global node id, index) gives the same number on any rank, at any rank count, on CPU or GPU.
+/// That is what makes P-rank dropout equal 1-rank dropout and CPU/GPU quantization identical.
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define GNN_HD __host__ __device__ __forceinline__
+#else
+#define GNN_HD inline
+#endif
+
+namespace halognn {
+
+/// What a random stream is used for; part of the key so that streams never collide.
+enum class RngPurpose : std::uint32_t {
+  init_weights = 1,
+  dropout = 2,
+  quantize = 3,
+  split = 4,
+  generator = 5,
+  partition = 6,
+  refresh = 7,
+  test = 8,
+  sparsify = 9,
+};
+
+/// A stream key: (seed, purpose, a, b) hashed into Philox's 64-bit key. `a` and `b` carry the
+/// purpose's own coordinates (for example epoch and layer*2+direction).
+struct RngKey {
+  std::uint64_t seed = 0;
+  RngPurpose purpose = RngPurpose::test;
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+};
+
+namespace detail {
+GNN_HD std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+GNN_HD void mulhilo32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
+  const std::uint64_t p = static_cast<std::uint64_t>(a) * b;
+  hi = static_cast<std::uint32_t>(p >> 32);
+  lo = static_cast<std::uint32_t>(p);
+}
+}  // namespace detail
+
+/// The Philox-4x32 bijection with 10 rounds (Random123's philox4x32_10).
+GNN_HD void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2],
+                          std::uint32_t out[4]) {
+  std::uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  std::uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; ++round) {
+    std::uint32_t hi0, lo0, hi1, lo1;
+    detail::mulhilo32(0xD2511F53u, c0, hi0, lo0);
+    detail::mulhilo32(0xCD9E8D57u, c2, hi1, lo1);
+    const std::uint32_t n0 = hi1 ^ c1 ^ k0, n1 = lo1, n2 = hi0 ^ c3 ^ k1, n3 = lo0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+/// Philox-4x32-10 with a 64-bit key derived from an RngKey.
+class CounterRng {
+ public:
+  GNN_HD explicit CounterRng(const RngKey& k) {
+    std::uint64_t h = detail::splitmix64(k.seed);
+    h = detail::splitmix64(h ^ static_cast<std::uint64_t>(k.purpose));
+    h = detail::splitmix64(h ^ k.a);
+    h = detail::splitmix64(h ^ k.b);
+    key0_ = static_cast<std::uint32_t>(h);
+    key1_ = static_cast<std::uint32_t>(h >> 32);
+  }
+
+  /// Four 32-bit random words for counter (item, index): e.g. item = global node id,
+  /// index = element / 4 within that node's row.
+  GNN_HD void block(std::uint64_t item, std::uint64_t index, std::uint32_t out[4]) const {
+    const std::uint32_t ctr[4] = {static_cast<std::uint32_t>(index),
+                                  static_cast<std::uint32_t>(index >> 32),
+                                  static_cast<std::uint32_t>(item),
+                                  static_cast<std::uint32_t>(item >> 32)};
+    const std::uint32_t key[2] = {key0_, key1_};
+    philox4x32_10(ctr, key, out);
+  }
+
+  /// One 32-bit word: element `j` of item `item`'s stream.
+  GNN_HD std::uint32_t word(std::uint64_t item, std::uint64_t j) const {
+    std::uint32_t w[4];
+    block(item, j >> 2, w);
+    return w[j & 3];
+  }
+
+  /// Uniform float in [0, 1) with 24 random bits: element `j` of item `item`'s stream.
+  GNN_HD float uniform(std::uint64_t item, std::uint64_t j) const {
+    return static_cast<float>(word(item, j) >> 8) * (1.0f / 16777216.0f);
+  }
+
+  /// Uniform double in [0, 1) with 53 random bits (uses two words: 2j and 2j+1).
+  GNN_HD double uniform_double(std::uint64_t item, std::uint64_t j) const {
+    const std::uint64_t hi = word(item, 2 * j), lo = word(item, 2 * j + 1);
+    return static_cast<double>(((hi << 32) | lo) >> 11) * (1.0 / 9007199254740992.0);
+  }
+
+ private:
+  std::uint32_t key0_ = 0, key1_ = 0;
+};
+
+}  // namespace halognn

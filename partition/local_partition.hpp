@@ -1,0 +1,59 @@
+#pragma once
+/// @file local_partition.hpp
+/// What one rank knows about the graph: its owned vertices, its halo vertices (neighbours owned
+/// elsewhere), its adjacency over owned+halo rows, and the send/receive plans per peer.
+///
+/// Conventions (the partition writer guarantees them, the reader validates them):
+/// - Local ids 0..num_owned-1 are owned vertices in ascending global id order; local ids
+///   num_owned..num_owned+num_halo-1 are halo vertices grouped by owner rank ascending, and by
+///   global id ascending within an owner.
+/// - send[k] lists the owned local rows whose global ids are in peer send[k].peer's halo, in
+///   ascending global id order; recv[k] lists the halo local rows received from recv[k].peer in the
+///   same order. So row i of p's send plan to q is row i of q's receive plan from p.
+/// - Peers appear in ascending rank order; a peer with nothing to exchange is absent.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "core/types.hpp"
+
+namespace halognn {
+
+/// Rows exchanged with one peer.
+struct PeerRows {
+  Rank peer = -1;
+  std::vector<LocalId> rows;
+};
+
+struct LocalPartition {
+  Rank rank = 0;
+  Rank num_parts = 1;
+  GlobalId global_num_nodes = 0;
+  std::int64_t global_num_directed_edges = 0;
+  LocalId num_owned = 0;
+  LocalId num_halo = 0;
+  std::vector<GlobalId> global_ids;  ///< num_owned + num_halo
+
+  /// Adjacency: num_owned rows over num_owned + num_halo columns (no self-loops, sorted cols).
+  std::vector<std::int32_t> row_ptr;
+  std::vector<LocalId> col;
+  /// Degree of every local row (owned and halo) in the whole symmetric graph, self-loops excluded.
+  std::vector<std::int64_t> global_degree;
+
+  std::vector<PeerRows> send;  ///< owned rows to send, per peer
+  std::vector<PeerRows> recv;  ///< halo rows to receive, per peer
+
+  Matrix features;  ///< num_owned x F
+  std::int32_t num_classes = 0;
+  bool multilabel = false;
+  std::vector<std::int32_t> labels;         ///< num_owned (single-label), -1 = unlabelled
+  std::vector<std::uint8_t> label_matrix;   ///< num_owned x num_classes (multi-label)
+  std::vector<std::uint8_t> train_mask, val_mask, test_mask;  ///< num_owned
+  /// Split sizes over the whole graph (so each rank can normalise the loss identically).
+  std::int64_t global_train = 0, global_val = 0, global_test = 0;
+
+  LocalId num_local() const { return num_owned + num_halo; }
+};
+
+}  // namespace halognn
