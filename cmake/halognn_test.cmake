@@ -8,8 +8,9 @@ function(halognn_add_unit_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LABELS;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE halognn ${T_LIBS} GTest::gtest GTest::gtest_main)
-  gtest_discover_tests(${name} PROPERTIES LABELS "unit;${T_LABELS}" TIMEOUT 300
-                       DISCOVERY_TIMEOUT 60
+  # DISCOVERY_TIMEOUT must precede PROPERTIES: after it, every word is a property.
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS "unit;${T_LABELS}" TIMEOUT 300
                        ENVIRONMENT "HALOGNN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()
 
@@ -25,8 +26,10 @@ function(halognn_add_mpi_test name)
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe
                      --allow-run-as-root ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${name}>
                      --gtest_color=no ${MPIEXEC_POSTFLAGS})
+    # One OpenMP thread per rank: with more ranks than cores, spinning OpenMP threads of
+    # different ranks starve each other (a 4-rank suite ran 10x slower on 2 cores).
     set_tests_properties(${name}.np${np} PROPERTIES PROCESSORS ${np} TIMEOUT 600
                          LABELS "mpi;${T_LABELS}"
-                         ENVIRONMENT "HALOGNN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+                         ENVIRONMENT "HALOGNN_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMP_NUM_THREADS=1")
   endforeach()
 endfunction()

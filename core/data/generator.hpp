@@ -19,6 +19,9 @@ struct SbmConfig {
   double homophily = 0.8;
   /// Exponent of the power-law degree propensities (P(theta) ~ theta^-gamma).
   double power_law_exponent = 2.5;
+  /// Cap on a node's expected degree, as a fraction of num_nodes (propensities are clipped so
+  /// that no hub dominates; real graphs have hubs, not stars).
+  double max_degree_fraction = 0.05;
   /// Standard deviation of the Gaussian noise added to the class-mean features.
   double feature_noise = 1.0;
   /// Fractions of nodes in the train / validation splits; the rest is test.

@@ -38,7 +38,8 @@ void spmm_transpose(const Device& dev, CsrView a, ConstDenseView x, float beta, 
 /// dst[i] = src[idx[i]] for i < n (n = dst.rows); idx is a device array.
 void gather_rows(const Device& dev, ConstDenseView src, const LocalId* idx, DenseView dst);
 
-/// dst[idx[i]] += src[i] for i < src.rows; idx may repeat (accumulation is race-free).
+/// dst[idx[i]] += src[i] for i < src.rows; idx may repeat (accumulation is race-free, and each
+/// destination receives its contributions in ascending i, so the result is deterministic).
 void scatter_add_rows(const Device& dev, ConstDenseView src, const LocalId* idx, DenseView dst);
 
 /// dst = src (same shape).
@@ -73,16 +74,69 @@ void dropout_backward(const Device& dev, const RngKey& key, const GlobalId* row_
 
 // ---- losses ---------------------------------------------------------------------------------
 
-/// Softmax cross-entropy over rows with mask[i] != 0 and labels[i] >= 0. Writes
+/// Softmax cross-entropy over rows with mask[i] != 0 (mask == nullptr: every row) and
+/// labels[i] >= 0; a label >= logits.cols is an error. Writes
 /// grad = scale * d(sum of row losses)/d(logits) (zero for other rows) and returns the sum of the
 /// selected rows' losses (double). Numerically stable (max-shifted log-sum-exp).
 double softmax_cross_entropy(const Device& dev, ConstDenseView logits, const std::int32_t* labels,
                              const std::uint8_t* mask, float scale, DenseView grad);
 
 /// Sigmoid binary cross-entropy for multi-label targets (row-major 0/1, same shape as logits),
-/// summed over selected rows and all columns; grad as above. Stable for large |logit|.
+/// summed over selected rows (mask as above) and all columns; grad as above. Stable for large
+/// |logit|.
 double sigmoid_bce(const Device& dev, ConstDenseView logits, const std::uint8_t* targets,
                    const std::uint8_t* mask, float scale, DenseView grad);
+
+/// Counts for accuracy: rows with mask[i] != 0 and labels[i] >= 0 (total), and among them the
+/// rows whose arg-max logit (first on ties) equals the label (correct). Integer counts, so ranks
+/// can sum them exactly. mask == nullptr selects every row.
+struct AccuracyCounts {
+  std::int64_t correct = 0, total = 0;
+};
+AccuracyCounts count_correct(const Device& dev, ConstDenseView logits, const std::int32_t* labels,
+                             const std::uint8_t* mask);
+
+/// Micro-F1 counts for multi-label prediction (logit > 0 means "predicted positive") over the
+/// rows with mask[i] != 0 (mask == nullptr: every row) and all columns.
+struct MultilabelCounts {
+  std::int64_t true_pos = 0, false_pos = 0, false_neg = 0;
+};
+MultilabelCounts count_multilabel(const Device& dev, ConstDenseView logits,
+                                  const std::uint8_t* targets, const std::uint8_t* mask);
+
+// ---- graph attention (GAT) ------------------------------------------------------------------
+// Layout: a row of z holds `heads` consecutive blocks of F = z.cols / heads features; per-head
+// scalars (scores, attention coefficients) are row-major with `heads` columns.
+
+/// s[v, h] = sum_f a[h, f] * z[v, h*F + f]  (s: z.rows x heads, overwritten; a: heads x F).
+void head_dot(const Device& dev, ConstDenseView z, const float* a, std::int32_t heads, float* s);
+/// The backward of head_dot: gz[v, h*F + f] += gs[v, h] * a[h, f] and
+/// ga[h, f] += sum_v gs[v, h] * z[v, h*F + f] (both accumulate).
+void head_dot_backward(const Device& dev, ConstDenseView z, const float* a, std::int32_t heads,
+                       const float* gs, DenseView gz, float* ga);
+/// y[v, f] = (1/heads) sum_h x[v, h*F + f]  (y: x.rows x F, overwritten).
+void head_mean(const Device& dev, ConstDenseView x, std::int32_t heads, DenseView y);
+/// gx[v, h*F + f] = gy[v, f] / heads (gx overwritten).
+void head_mean_backward(const Device& dev, ConstDenseView gy, std::int32_t heads, DenseView gx);
+
+/// Attention-weighted aggregation over the entries of a (rows x cols; the caller includes the
+/// self-loops). For entry k = (v, u) and head h: e = LeakyReLU(s_dst[v, h] + s_src[u, h]),
+/// alpha[k, h] = m_k exp(e) / sum over v's entries of m exp(e), where m_k = a.val[k] (a
+/// multiplicity; 1 when val == nullptr), and y[v, h-block] = sum_k alpha[k, h] z[u, h-block].
+/// alpha: nnz x heads (written, kept for the backward); y: rows x z.cols, overwritten (a row
+/// without entries gets zeros). z: cols x (heads*F); s_dst: rows x heads; s_src: cols x heads.
+void gat_aggregate(const Device& dev, CsrView a, ConstDenseView z, const float* s_dst,
+                   const float* s_src, std::int32_t heads, float negative_slope, float* alpha,
+                   DenseView y);
+/// The backward of gat_aggregate for the upstream gradient gy (rows x z.cols). a_t is the
+/// transpose of a's structure and t_to_a[k] the index in a of a_t's entry k (race-free column
+/// sums). Overwrites gs_dst (rows x heads) = dL/ds_dst, gs_src (cols x heads) = dL/ds_src and
+/// gz (cols x z.cols) = dL/dz through the aggregation; edge_grad (nnz x heads) is scratch.
+void gat_aggregate_backward(const Device& dev, CsrView a, CsrView a_t, const std::int32_t* t_to_a,
+                            ConstDenseView z, const float* s_dst, const float* s_src,
+                            std::int32_t heads, float negative_slope, const float* alpha,
+                            ConstDenseView gy, float* edge_grad, float* gs_dst, float* gs_src,
+                            DenseView gz);
 
 // ---- optimiser ------------------------------------------------------------------------------
 

@@ -1,0 +1,101 @@
+#include "comm/traffic.hpp"
+
+#include <algorithm>
+
+#include "comm/transport.hpp"
+#include "core/error.hpp"
+
+namespace halognn {
+
+Json TrafficEntry::to_json() const {
+  Json j = Json::object();
+  j.set("payload", payload);
+  j.set("metadata", metadata);
+  j.set("messages", messages);
+  j.set("total", total());
+  return j;
+}
+
+TrafficCounter::TrafficCounter(int num_layers) {
+  GNN_ASSERT(num_layers >= 0, "negative layer count ", num_layers);
+  entries_.assign(static_cast<std::size_t>(num_layers), std::vector<TrafficEntry>(2));
+}
+
+std::vector<TrafficEntry>& TrafficCounter::layer(int l) {
+  GNN_ASSERT(l >= 0, "negative layer index ", l);
+  if (static_cast<std::size_t>(l) >= entries_.size())
+    entries_.resize(static_cast<std::size_t>(l) + 1, std::vector<TrafficEntry>(2));
+  return entries_[static_cast<std::size_t>(l)];
+}
+
+void TrafficCounter::add(int l, Direction dir, std::size_t payload, std::size_t metadata) {
+  auto& e = layer(l)[static_cast<std::size_t>(dir)];
+  if (payload + metadata == 0) return;
+  e.payload += payload;
+  e.metadata += metadata;
+  e.messages += 1;
+}
+
+TrafficEntry TrafficCounter::at(int l, Direction dir) const {
+  if (l < 0 || static_cast<std::size_t>(l) >= entries_.size()) return {};
+  return entries_[static_cast<std::size_t>(l)][static_cast<std::size_t>(dir)];
+}
+
+TrafficEntry TrafficCounter::total(Direction dir) const {
+  TrafficEntry t;
+  for (const auto& e : entries_) t += e[static_cast<std::size_t>(dir)];
+  return t;
+}
+
+TrafficEntry TrafficCounter::total() const {
+  TrafficEntry t = total(Direction::forward);
+  t += total(Direction::backward);
+  return t;
+}
+
+void TrafficCounter::reset() {
+  for (auto& e : entries_) std::fill(e.begin(), e.end(), TrafficEntry{});
+}
+
+TrafficCounter TrafficCounter::sum_over_ranks(Transport& transport) const {
+  // Agree on the shape first: a rank without peers may never have seen a layer.
+  double layers = static_cast<double>(entries_.size());
+  transport.all_reduce_max(&layers, 1);
+  TrafficCounter out(static_cast<int>(layers));
+  std::vector<std::int64_t> flat(out.entries_.size() * 6, 0);
+  for (std::size_t l = 0; l < entries_.size(); ++l)
+    for (std::size_t d = 0; d < 2; ++d) {
+      const TrafficEntry& e = entries_[l][d];
+      flat[l * 6 + d * 3 + 0] = static_cast<std::int64_t>(e.payload);
+      flat[l * 6 + d * 3 + 1] = static_cast<std::int64_t>(e.metadata);
+      flat[l * 6 + d * 3 + 2] = static_cast<std::int64_t>(e.messages);
+    }
+  transport.all_reduce_sum(flat.data(), flat.size());
+  for (std::size_t l = 0; l < out.entries_.size(); ++l)
+    for (std::size_t d = 0; d < 2; ++d) {
+      TrafficEntry& e = out.entries_[l][d];
+      e.payload = static_cast<std::uint64_t>(flat[l * 6 + d * 3 + 0]);
+      e.metadata = static_cast<std::uint64_t>(flat[l * 6 + d * 3 + 1]);
+      e.messages = static_cast<std::uint64_t>(flat[l * 6 + d * 3 + 2]);
+    }
+  return out;
+}
+
+Json TrafficCounter::to_json() const {
+  Json layers = Json::array();
+  for (std::size_t l = 0; l < entries_.size(); ++l) {
+    Json j = Json::object();
+    j.set("layer", static_cast<std::int64_t>(l));
+    j.set("fwd", entries_[l][0].to_json());
+    j.set("bwd", entries_[l][1].to_json());
+    layers.push_back(std::move(j));
+  }
+  Json out = Json::object();
+  out.set("layers", std::move(layers));
+  out.set("fwd", total(Direction::forward).to_json());
+  out.set("bwd", total(Direction::backward).to_json());
+  out.set("total", total().to_json());
+  return out;
+}
+
+}  // namespace halognn

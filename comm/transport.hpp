@@ -1,0 +1,79 @@
+#pragma once
+/// @file transport.hpp
+/// The transport seam: point-to-point exchanges of byte blocks between ranks, and the few
+/// collectives training needs (gradient and metric all-reduces, barrier). The halo exchange is
+/// written against this interface only; make_mpi_transport is the implementation over MPI.
+///
+/// All calls on a Transport are expected to be made in the same order on every rank of the group
+/// (collectives), or with matching (peer, tag, size) pairs on both sides (exchange).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include <mpi.h>
+
+#include "comm/request.hpp"
+#include "core/device.hpp"
+#include "core/types.hpp"
+
+namespace halognn {
+
+/// Bytes to send to one peer (host memory; kept alive and unchanged until the request completes).
+struct PeerBytes {
+  Rank peer = -1;
+  std::span<const std::byte> bytes;
+};
+
+/// Room for the bytes received from one peer (host memory; its size is the exact message size).
+struct PeerBytesMut {
+  Rank peer = -1;
+  std::span<std::byte> bytes;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  /// Short name ("mpi"), used in error messages.
+  virtual std::string_view name() const = 0;
+  virtual Rank rank() const = 0;
+  virtual Rank size() const = 0;
+
+  /// Posts one send per entry of `sends` and one receive per entry of `recvs`, all with `tag`,
+  /// and returns at once. Sizes are known on both sides (a receive's span is the exact size of
+  /// the matching send). Empty spans are not posted. Several exchanges may be in flight; messages
+  /// with the same (peer, tag) match in posting order. The caller records the bytes in a
+  /// TrafficCounter (it knows the payload/metadata split); the transport adds every byte it posts
+  /// to bytes_sent(), so the two can be checked against each other.
+  /// @param tag  0 <= tag <= max_tag()
+  virtual Request exchange(std::span<const PeerBytes> sends, std::span<const PeerBytesMut> recvs,
+                           int tag) = 0;
+
+  /// Largest tag exchange() accepts.
+  virtual int max_tag() const = 0;
+
+  /// In-place sum over ranks of n floats that live on `dev` (blocking).
+  virtual void all_reduce_sum(const Device& dev, float* data, std::size_t n) = 0;
+  /// In-place sum over ranks of n host doubles (metrics; blocking).
+  virtual void all_reduce_sum(double* data, std::size_t n) = 0;
+  /// In-place maximum over ranks of n host doubles (blocking).
+  virtual void all_reduce_max(double* data, std::size_t n) = 0;
+  /// In-place sum over ranks of n host 64-bit integers (counts; blocking).
+  virtual void all_reduce_sum(std::int64_t* data, std::size_t n) = 0;
+  virtual void barrier() = 0;
+
+  /// Bytes this rank posted in exchange() sends since construction (or reset_counters()).
+  virtual std::uint64_t bytes_sent() const = 0;
+  /// Bytes this rank contributed to all-reduces (n * element size per call) since construction.
+  virtual std::uint64_t collective_bytes() const = 0;
+  virtual void reset_counters() = 0;
+};
+
+/// A transport over MPI point-to-point messages (Isend/Irecv) and MPI collectives. It works on a
+/// duplicate of `comm` (so its tags never meet the caller's messages) with MPI_ERRORS_RETURN, so
+/// MPI failures become MpiError exceptions. Collective: every rank of `comm` must call it. Open
+/// MPI here is not CUDA-aware, so device data in all_reduce_sum is staged through the host.
+std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm);
+
+}  // namespace halognn

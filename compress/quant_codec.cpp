@@ -1,0 +1,287 @@
+// The stochastic b-bit codecs (Sylvie): q8, q4, q2, q1 with fp32, fp16 or bf16 metadata.
+// Wire layout of a rows x cols block (docs/codecs.md is the specification):
+//   metadata: rows pairs (lo, scale), row by row, each value 4 (fp32) or 2 (fp16/bf16) bytes LE;
+//   payload:  the rows*cols b-bit integers in row-major order, packed LSB-first into bytes
+//             (element k occupies bits [k*b, k*b + b) of the payload), padding bits zero.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "compress/codec_util.hpp"
+#include "compress/quant_math.hpp"
+
+namespace halognn {
+namespace {
+
+using quant::MetaFormat;
+using quant::RowGrid;
+
+/// Elements per parallel work item: a multiple of 8, so every item starts on a byte boundary
+/// for every width and two items never share a byte.
+constexpr std::int64_t kChunk = 8192;
+
+const char* meta_suffix(MetaFormat m) {
+  switch (m) {
+    case MetaFormat::f32: return "";
+    case MetaFormat::f16: return "-fp16meta";
+    default: return "-bf16meta";
+  }
+}
+
+const char* meta_name(MetaFormat m) { return m == MetaFormat::f16 ? "fp16" : "bf16"; }
+
+std::string format_float(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+
+/// Reads row i's grid from the metadata bytes.
+RowGrid read_grid(const std::byte* meta, std::int64_t i, MetaFormat m) {
+  RowGrid g;
+  if (m == MetaFormat::f32) {
+    std::memcpy(&g.lo, meta + i * 8, 4);
+    std::memcpy(&g.scale, meta + i * 8 + 4, 4);
+    return g;
+  }
+  std::uint16_t lo, scale;
+  std::memcpy(&lo, meta + i * 4, 2);
+  std::memcpy(&scale, meta + i * 4 + 2, 2);
+  g.lo = quant::meta16_value(lo, m);
+  g.scale = quant::meta16_value(scale, m);
+  return g;
+}
+
+/// Packs elements [k0, k1) of the block (k = row * cols + column) into the payload.
+template <int kBits>
+void encode_chunk(ConstDenseView rows, const RowGrid* grids, const GlobalId* ids,
+                  const CounterRng& rng, std::int64_t k0, std::int64_t k1, std::uint8_t* payload) {
+  constexpr std::uint32_t levels = (1u << kBits) - 1u;
+  const std::int64_t cols = rows.cols;
+  std::uint8_t* dst = payload + k0 * kBits / 8;
+  std::uint32_t acc = 0;
+  int filled = 0;
+  auto emit = [&](std::uint32_t q) {
+    acc |= q << filled;
+    filled += kBits;
+    if (filled == 8) {
+      *dst++ = static_cast<std::uint8_t>(acc);
+      acc = 0;
+      filled = 0;
+    }
+  };
+  std::int64_t r = k0 / cols, c = k0 % cols;
+  for (std::int64_t k = k0; k < k1;) {
+    const std::int64_t end = std::min(cols, c + (k1 - k));
+    const RowGrid g = grids[r];
+    if (g.scale == 0.0f) {
+      for (std::int64_t j = c; j < end; ++j) emit(0);  // constant row: every value is lo
+    } else {
+      const float* src = rows.row(r);
+      const std::uint64_t item = static_cast<std::uint64_t>(ids[r]);
+      std::uint32_t w[4];
+      rng.block(item, static_cast<std::uint64_t>(c) >> 2, w);
+      for (std::int64_t j = c; j < end; ++j) {
+        if ((j & 3) == 0 && j != c) rng.block(item, static_cast<std::uint64_t>(j) >> 2, w);
+        emit(quant::quantize_value(src[j], g, levels, quant::word_to_uniform(w[j & 3])));
+      }
+    }
+    k += end - c;
+    c = end;
+    if (c == cols) {
+      ++r;
+      c = 0;
+    }
+  }
+  if (filled) *dst = static_cast<std::uint8_t>(acc);  // last byte of the payload: zero padding
+}
+
+/// Unpacks elements [k0, k1) from the payload into rows.
+template <int kBits>
+void decode_chunk(const std::uint8_t* payload, const std::byte* meta, MetaFormat m,
+                  std::int64_t k0, std::int64_t k1, DenseView rows) {
+  constexpr std::uint32_t mask = (1u << kBits) - 1u;
+  const std::int64_t cols = rows.cols;
+  const std::uint8_t* src = payload + k0 * kBits / 8;
+  std::uint32_t acc = 0;
+  int left = 0;
+  std::int64_t r = k0 / cols, c = k0 % cols;
+  for (std::int64_t k = k0; k < k1;) {
+    const std::int64_t end = std::min(cols, c + (k1 - k));
+    const RowGrid g = read_grid(meta, r, m);
+    float* dst = rows.row(r);
+    for (std::int64_t j = c; j < end; ++j) {
+      if (left == 0) {
+        acc = *src++;
+        left = 8;
+      }
+      dst[j] = quant::decode_value(acc & mask, g);
+      acc >>= kBits;
+      left -= kBits;
+    }
+    k += end - c;
+    c = end;
+    if (c == cols) {
+      ++r;
+      c = 0;
+    }
+  }
+}
+
+/// Stochastic b-bit quantization with per-row (lo, scale); see quant_math.hpp for the arithmetic.
+class QuantCodec final : public Codec {
+ public:
+  QuantCodec(int bits, MetaFormat meta) : bits_(bits), meta_(meta) {}
+
+  std::string name() const override {
+    std::string s = "q";
+    s += std::to_string(bits_);
+    s += meta_suffix(meta_);
+    return s;
+  }
+  bool lossless() const override { return false; }
+  EncodedSize encoded_size(std::int64_t rows, std::int64_t cols) const override {
+    const auto bits_total = static_cast<std::size_t>(rows * cols) * static_cast<std::size_t>(bits_);
+    return {(bits_total + 7) / 8,
+            static_cast<std::size_t>(rows) * 2 * static_cast<std::size_t>(quant::meta_value_bytes(meta_))};
+  }
+
+  void encode(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
+              std::span<std::byte> out) const override {
+    codec_detail::check_call(*this, dev, out.size(), rows.rows, rows.cols, "encode");
+    const std::int64_t n_rows = rows.rows, cols = rows.cols;
+    if (n_rows == 0) return;
+    if (!ctx.row_ids)
+      throw Error("codec " + name() + ": encode needs the global row ids (CodecContext::row_ids)");
+    const std::uint32_t levels = (1u << bits_) - 1u;
+    const std::size_t meta_bytes = encoded_size(n_rows, cols).metadata;
+    std::byte* meta = out.data();
+    auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + meta_bytes);
+
+    // Pass 1: per-row range, grid and metadata. Failures are recorded and reported for the
+    // smallest failing row after the loop (no exceptions inside the parallel region).
+    std::vector<RowGrid> grids(static_cast<std::size_t>(n_rows));
+    std::vector<std::uint8_t> status(static_cast<std::size_t>(n_rows), 0);  // 1 non-finite, 2+ grid
+    bool any_bad = false;
+#pragma omp parallel for schedule(static) reduction(|| : any_bad) \
+    if (n_rows * cols >= codec_detail::kParallelMinElements)
+    for (std::int64_t i = 0; i < n_rows; ++i) {
+      const float* src = rows.row(i);
+      float lo = 0.0f, hi = 0.0f;  // an empty row gets the constant grid (0, 0)
+      bool finite = true;
+      if (cols > 0) {
+        lo = hi = src[0];
+        for (std::int64_t j = 0; j < cols; ++j) {
+          finite = finite && f16::is_finite(src[j]);
+          lo = std::min(lo, src[j]);
+          hi = std::max(hi, src[j]);
+        }
+      }
+      if (!finite) {
+        status[i] = 1;
+        any_bad = true;
+        continue;
+      }
+      std::uint16_t lo_bits, scale_bits;
+      const auto st = quant::make_grid(lo, hi, levels, meta_, grids[i], lo_bits, scale_bits);
+      if (st != quant::GridStatus::ok) {
+        status[i] = static_cast<std::uint8_t>(1 + static_cast<int>(st));
+        any_bad = true;
+        continue;
+      }
+      if (meta_ == MetaFormat::f32) {
+        std::memcpy(meta + i * 8, &grids[i].lo, 4);
+        std::memcpy(meta + i * 8 + 4, &grids[i].scale, 4);
+      } else {
+        std::memcpy(meta + i * 4, &lo_bits, 2);
+        std::memcpy(meta + i * 4 + 2, &scale_bits, 2);
+      }
+    }
+    if (any_bad) throw_row_error(rows, ctx, status);
+
+    // Pass 2: the payload, in byte-aligned chunks of elements.
+    const CounterRng rng(quant::quantize_key(ctx.seed, ctx.epoch, ctx.layer,
+                                             static_cast<std::uint32_t>(ctx.direction)));
+    const std::int64_t n = n_rows * cols;
+    const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= codec_detail::kParallelMinElements)
+    for (std::int64_t t = 0; t < chunks; ++t) {
+      const std::int64_t k0 = t * kChunk, k1 = std::min(n, k0 + kChunk);
+      switch (bits_) {
+        case 8: encode_chunk<8>(rows, grids.data(), ctx.row_ids, rng, k0, k1, payload); break;
+        case 4: encode_chunk<4>(rows, grids.data(), ctx.row_ids, rng, k0, k1, payload); break;
+        case 2: encode_chunk<2>(rows, grids.data(), ctx.row_ids, rng, k0, k1, payload); break;
+        default: encode_chunk<1>(rows, grids.data(), ctx.row_ids, rng, k0, k1, payload); break;
+      }
+    }
+  }
+
+  void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,
+              DenseView rows) const override {
+    codec_detail::check_call(*this, dev, in.size(), rows.rows, rows.cols, "decode");
+    const std::int64_t n = rows.rows * rows.cols;
+    if (n == 0) return;
+    const std::byte* meta = in.data();
+    const auto* payload =
+        reinterpret_cast<const std::uint8_t*>(in.data() + encoded_size(rows.rows, rows.cols).metadata);
+    const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= codec_detail::kParallelMinElements)
+    for (std::int64_t t = 0; t < chunks; ++t) {
+      const std::int64_t k0 = t * kChunk, k1 = std::min(n, k0 + kChunk);
+      switch (bits_) {
+        case 8: decode_chunk<8>(payload, meta, meta_, k0, k1, rows); break;
+        case 4: decode_chunk<4>(payload, meta, meta_, k0, k1, rows); break;
+        case 2: decode_chunk<2>(payload, meta, meta_, k0, k1, rows); break;
+        default: decode_chunk<1>(payload, meta, meta_, k0, k1, rows); break;
+      }
+    }
+  }
+
+ private:
+  /// Throws for the smallest block row whose status is not ok.
+  void throw_row_error(ConstDenseView rows, const CodecContext& ctx,
+                       const std::vector<std::uint8_t>& status) const {
+    std::vector<std::uint8_t> non_finite(status.size(), 0);
+    for (std::int64_t i = 0; i < rows.rows; ++i) {
+      if (status[i] == 0) continue;
+      if (status[i] == 1) {
+        non_finite[i] = 1;
+        codec_detail::throw_first_non_finite(*this, rows, ctx, non_finite);
+      }
+      const float* src = rows.row(i);
+      const float lo = *std::min_element(src, src + rows.cols);
+      const float hi = *std::max_element(src, src + rows.cols);
+      const auto st = static_cast<quant::GridStatus>(status[i] - 1);
+      std::string why;
+      if (st == quant::GridStatus::lo_overflow)
+        why = "its minimum " + format_float(lo) + " is below the " + meta_name(meta_) +
+              " metadata range";
+      else if (st == quant::GridStatus::scale_overflow)
+        why = "its range max - min = " + format_float(static_cast<double>(hi) - lo) +
+              " needs a scale beyond the " +
+              (meta_ == MetaFormat::f32 ? std::string("float32") : std::string(meta_name(meta_))) +
+              " range";
+      else
+        why = "its range [" + format_float(lo) + ", " + format_float(hi) +
+              "] overflows float32 when dequantized";
+      throw Error("codec " + name() + ": cannot quantize " + codec_detail::row_label(ctx, i) +
+                  ": " + why + (meta_ == MetaFormat::f32 ? "" : " (the fp32-metadata codec q" +
+                                std::to_string(bits_) + " may fit)"));
+    }
+  }
+
+  int bits_;
+  MetaFormat meta_;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_quant_codec(int bits, quant::MetaFormat meta) {
+  GNN_ASSERT(bits == 1 || bits == 2 || bits == 4 || bits == 8, "quantization width ", bits);
+  return std::make_unique<QuantCodec>(bits, meta);
+}
+
+}  // namespace halognn

@@ -1,0 +1,80 @@
+#pragma once
+/// @file npy.hpp
+/// Reader and writer for NumPy `.npy` files (format versions 1.0, 2.0 and 3.0), plus lossless
+/// conversions of the raw element bytes to the element types halognn uses. Every error is an
+/// InputError naming the file (the `origin` argument) and the problem.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace halognn {
+
+/// Element types a `.npy` file may hold (little-endian or byte-order-free only).
+enum class NpyType { f4, f8, i1, i2, i4, i8, u1, u2, u4, u8, b1, unicode, object };
+
+/// A `.npy` array as stored: dtype, shape, memory order and the raw element bytes.
+struct NpyArray {
+  NpyType type = NpyType::f4;
+  std::size_t item_size = 4;            ///< bytes per element (unicode: 4 * characters)
+  std::vector<std::int64_t> shape;      ///< empty for a 0-d array
+  bool fortran_order = false;           ///< column-major element order
+  std::vector<std::byte> data;          ///< raw little-endian elements (object: the pickle bytes)
+
+  /// Number of elements: the product of `shape` (1 for shape `()`).
+  std::int64_t count() const;
+};
+
+/// The numpy `descr` string of a type, e.g. "<f4", "|b1", "<U8" (unicode needs `item_size`).
+std::string npy_descr(NpyType type, std::size_t item_size);
+
+/// Maps a numpy descr string ("<f4", "|b1", "<U8", "|O", ...) to (type, bytes per element).
+/// Accepts the byte orders '<', '|' and '='; '>' and structured dtypes are InputError(origin).
+std::pair<NpyType, std::size_t> npy_parse_descr(const std::string& descr, const std::string& origin);
+
+/// Parses a complete `.npy` image held in memory.
+/// @param bytes   the whole file
+/// @param origin  names the file in error messages
+/// @throws InputError on a bad magic, unsupported version, malformed header, unsupported dtype
+///         (big-endian, structured, ...), or data shorter or longer than the shape requires.
+NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& origin);
+
+/// Reads and parses a `.npy` file; a missing or unreadable file is an InputError.
+NpyArray read_npy(const std::string& path);
+
+/// Integer (or bool) elements as int64 in C order. Throws InputError(origin, ...) for float,
+/// unicode or object arrays and for uint64 values above INT64_MAX. Fortran-order arrays of any
+/// rank are reordered into C order.
+std::vector<std::int64_t> npy_to_int64(const NpyArray& a, const std::string& origin);
+
+/// Float, integer or bool elements as float32 in C order. float64 is narrowed (allowed);
+/// integers must be exactly representable in float32, otherwise InputError.
+std::vector<float> npy_to_float32(const NpyArray& a, const std::string& origin);
+
+/// Bool or integer elements as uint8 in C order; integer values must lie in [0, 255].
+std::vector<std::uint8_t> npy_to_uint8(const NpyArray& a, const std::string& origin);
+
+/// Unicode (`<U n`) elements as UTF-8 strings in C order, trailing NULs removed.
+std::vector<std::string> npy_to_strings(const NpyArray& a, const std::string& origin);
+
+/// The raw element bytes of `a` in C order (a copy; reorders Fortran-order arrays).
+std::vector<std::byte> npy_c_order_bytes(const NpyArray& a);
+
+/// Writes a version 1.0, C-order `.npy` file atomically (to `path.tmp.<pid>`, fsync, rename).
+/// @param type   element type (not `object`)
+/// @param shape  array shape; `data` must hold exactly product(shape) elements. For `unicode`
+///               the item size is taken as data.size() / product(shape) (a multiple of 4).
+/// @throws InputError(path, ...) when the file cannot be written, halognn::Error on a size mismatch.
+void write_npy(const std::string& path, NpyType type, const std::vector<std::int64_t>& shape,
+               std::span<const std::byte> data);
+
+/// Typed convenience wrapper over write_npy for vectors of arithmetic elements.
+template <typename T>
+void write_npy(const std::string& path, NpyType type, const std::vector<std::int64_t>& shape,
+               const std::vector<T>& values) {
+  write_npy(path, type, shape, std::as_bytes(std::span<const T>(values)));
+}
+
+}  // namespace halognn

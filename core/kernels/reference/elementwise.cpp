@@ -1,0 +1,145 @@
+// Elementwise kernels, reductions and dropout.
+#include <algorithm>
+#include <vector>
+
+#include <omp.h>
+
+#include "core/kernels/reference/reference_kernels.hpp"
+
+namespace halognn::kernels::reference {
+
+void fill(DenseView y, float value) {
+  const std::int64_t n = y.rows * y.cols;
+  float* __restrict d = y.data;
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) d[i] = value;
+}
+
+void axpy(float alpha, ConstDenseView x, DenseView y) {
+  GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "axpy: shapes differ");
+  const std::int64_t n = x.rows * x.cols;
+  const float* __restrict s = x.data;
+  float* __restrict d = y.data;
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) d[i] += alpha * s[i];
+}
+
+void axpby(std::int64_t n, float alpha, const float* x, float beta, float* y) {
+  const float* __restrict s = x;
+  float* __restrict d = y;
+  if (beta == 0.0f) {  // BLAS convention: previous contents are ignored, even NaN
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) d[i] = alpha * s[i];
+    return;
+  }
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) d[i] = alpha * s[i] + beta * d[i];
+}
+
+void scale_rows(const float* s, DenseView y) {
+  const std::int64_t f = y.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < y.rows; ++i) {
+    float* __restrict r = y.row(i);
+    const float si = s[i];
+#pragma omp simd
+    for (std::int64_t j = 0; j < f; ++j) r[j] *= si;
+  }
+}
+
+void add_row_vector(const float* b, DenseView y) {
+  const std::int64_t f = y.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < y.rows; ++i) {
+    float* __restrict r = y.row(i);
+#pragma omp simd
+    for (std::int64_t j = 0; j < f; ++j) r[j] += b[j];
+  }
+}
+
+void column_sum(ConstDenseView x, float beta, float* out) {
+  const std::int64_t f = x.cols;
+  if (f == 0) return;
+  // Thread-private partial sums in double, combined in thread order (deterministic for a fixed
+  // thread count), then written once.
+  const int threads = omp_get_max_threads();
+  std::vector<double> partial(static_cast<std::size_t>(threads * f), 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    double* acc = partial.data() + static_cast<std::int64_t>(omp_get_thread_num()) * f;
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < x.rows; ++i) {
+      const float* r = x.row(i);
+#pragma omp simd
+      for (std::int64_t j = 0; j < f; ++j) acc[j] += r[j];
+    }
+  }
+  for (std::int64_t j = 0; j < f; ++j) {
+    double s = 0.0;
+    for (int t = 0; t < threads; ++t) s += partial[static_cast<std::size_t>(t * f + j)];
+    out[j] = beta == 0.0f ? static_cast<float>(s) : static_cast<float>(beta * out[j] + s);
+  }
+}
+
+void relu_forward(ConstDenseView x, DenseView y) {
+  GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "relu_forward: shapes differ");
+  const std::int64_t n = x.rows * x.cols;
+  const float* s = x.data;  // may alias y
+  float* d = y.data;
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) d[i] = std::max(s[i], 0.0f);
+}
+
+void relu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
+  GNN_ASSERT(y.rows == gy.rows && y.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
+             "relu_backward: shapes differ");
+  const std::int64_t n = y.rows * y.cols;
+  const float* yy = y.data;
+  const float* g = gy.data;  // may alias gx
+  float* d = gx.data;
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) d[i] = yy[i] > 0.0f ? g[i] : 0.0f;
+}
+
+namespace {
+
+/// y = x * mask / (1 - p), the mask drawn per (row id, column). One Philox block yields the words
+/// for four consecutive columns, exactly what CounterRng::uniform would return one at a time.
+void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
+                   DenseView y) {
+  GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "dropout: shapes differ");
+  GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
+  const std::int64_t f = x.cols;
+  if (p == 0.0f) {
+    if (x.data != y.data) copy(x, y);
+    return;
+  }
+  const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const CounterRng rng(key);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < x.rows; ++i) {
+    const auto item = static_cast<std::uint64_t>(row_ids[i]);
+    const float* s = x.row(i);
+    float* d = y.row(i);
+    std::uint32_t w[4];
+    for (std::int64_t j = 0; j < f; ++j) {
+      if ((j & 3) == 0) rng.block(item, static_cast<std::uint64_t>(j) >> 2, w);
+      const float u = static_cast<float>(w[j & 3] >> 8) * (1.0f / 16777216.0f);
+      d[j] = u >= p ? s[j] * keep_scale : 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
+void dropout_forward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
+                     DenseView y) {
+  apply_dropout(key, row_ids, p, x, y);
+}
+
+void dropout_backward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView gy,
+                      DenseView gx) {
+  apply_dropout(key, row_ids, p, gy, gx);
+}
+
+}  // namespace halognn::kernels::reference

@@ -1,0 +1,241 @@
+// halognn-data: convert public datasets into halognn's format, generate the built-in default
+// graph, and inspect a dataset directory.
+//
+//   halognn-data convert --input <shared>/datasets/cora --out data/cora
+//   halognn-data generate --out data/sbm --nodes 100000 --edges 2000000 --seed 1
+//   halognn-data inspect data/cora
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "core/data/converters.hpp"
+#include "core/data/dataset.hpp"
+#include "core/data/generator.hpp"
+#include "core/error.hpp"
+
+namespace po = boost::program_options;
+using namespace halognn;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: halognn-data <command> [options]\n"
+    "commands:\n"
+    "  convert   convert a public dataset (Planetoid, LINQS, gnn-benchmark, GraphData,\n"
+    "            heterophilous .npz, MUSAE, OGB raw CSV) into a halognn dataset directory\n"
+    "  generate  write the built-in degree-corrected SBM graph\n"
+    "  inspect   print the statistics of a halognn dataset directory\n"
+    "'halognn-data <command> --help' lists the command's options.\n";
+
+/// Parses `args` against `desc` (+ optional positional), rejecting unknown options.
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc,
+                        const po::positional_options_description* pos = nullptr) {
+  po::variables_map vm;
+  auto parser = po::command_line_parser(args).options(desc);
+  if (pos) parser.positional(*pos);
+  po::store(parser.run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+void print_warnings(const Dataset& ds) {
+  for (const std::string& w : dataset_warnings(ds)) std::cerr << "halognn-data: warning: " << w << "\n";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int cmd_convert(const std::vector<std::string>& args) {
+  po::options_description desc("halognn-data convert --input PATH --out DIR [options]");
+  std::string input, out, format, name;
+  ConvertOptions o;
+  desc.add_options()
+      ("help,h", "show this help")
+      ("input", po::value(&input)->required(),
+       "a dataset folder (e.g. shared/datasets/cora), a layout subfolder or an .npz file; the "
+       "layout is detected")
+      ("out", po::value(&out)->required(), "dataset directory to write")
+      ("format", po::value(&format),
+       "force a layout: planetoid, linqs, gnn-benchmark, graphdata, heterophilous, musae, ogb")
+      ("name", po::value(&name),
+       "which dataset of a folder holding several (e.g. chameleon_filtered); OGB: split folder")
+      ("split", po::value(&o.split_index)->default_value(0),
+       "fixed-split sources (heterophilous): which stored split to use")
+      ("seed", po::value(&o.seed)->default_value(0),
+       "seed of the Shchur et al. split for sources without one")
+      ("train-per-class", po::value(&o.train_per_class)->default_value(20),
+       "Shchur split: training nodes per class")
+      ("val-per-class", po::value(&o.val_per_class)->default_value(30),
+       "Shchur split: validation nodes per class")
+      ("largest-component", po::bool_switch(&o.largest_component),
+       "keep only the largest connected component (Shchur et al.'s protocol)");
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  parse(args, desc);
+  if (!format.empty()) o.format = parse_format(format);
+  o.name = name;
+  const auto t0 = std::chrono::steady_clock::now();
+  const SourceLocation src = detect_source(input, o);
+  Dataset ds = convert_dataset(input, o);
+  write_dataset(ds, out);
+  std::cout << "converted " << src.path << " (" << format_name(src.format) << ") -> " << out
+            << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size() << " stored edges, "
+            << ds.num_features() << " features, " << ds.num_classes << " classes, split "
+            << ds.train_idx.size() << "/" << ds.val_idx.size() << "/" << ds.test_idx.size()
+            << " (" << seconds_since(t0) << " s)\n";
+  print_warnings(ds);
+  return 0;
+}
+
+int cmd_generate(const std::vector<std::string>& args) {
+  po::options_description desc("halognn-data generate --out DIR [options]");
+  SbmConfig c;
+  std::string out, name = "sbm";
+  desc.add_options()
+      ("help,h", "show this help")
+      ("out", po::value(&out)->required(), "dataset directory to write")
+      ("name", po::value(&name)->default_value(name), "dataset name in the manifest")
+      ("nodes", po::value(&c.num_nodes)->default_value(c.num_nodes), "number of nodes")
+      ("edges", po::value(&c.num_edges)->default_value(c.num_edges),
+       "undirected edges to draw (before dropping duplicates and self-loops)")
+      ("classes", po::value(&c.num_classes)->default_value(c.num_classes), "number of classes")
+      ("features", po::value(&c.num_features)->default_value(c.num_features), "feature width")
+      ("homophily", po::value(&c.homophily)->default_value(c.homophily),
+       "probability that an edge's second endpoint is in the first one's class")
+      ("power-law", po::value(&c.power_law_exponent)->default_value(c.power_law_exponent),
+       "exponent gamma of the degree propensities, P(theta) ~ theta^-gamma")
+      ("max-degree-fraction",
+       po::value(&c.max_degree_fraction)->default_value(c.max_degree_fraction),
+       "cap on a node's expected degree as a fraction of the node count")
+      ("noise", po::value(&c.feature_noise)->default_value(c.feature_noise),
+       "standard deviation of the Gaussian feature noise around the class means")
+      ("train-fraction", po::value(&c.train_fraction)->default_value(c.train_fraction),
+       "fraction of nodes in the training split")
+      ("val-fraction", po::value(&c.val_fraction)->default_value(c.val_fraction),
+       "fraction of nodes in the validation split (the rest is test)")
+      ("seed", po::value(&c.seed)->default_value(c.seed), "random seed");
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  parse(args, desc);
+  const auto t0 = std::chrono::steady_clock::now();
+  Dataset ds = generate_sbm(c);
+  ds.name = name;
+  const double t_gen = seconds_since(t0);
+  write_dataset(ds, out);
+  std::cout << "generated " << out << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size()
+            << " stored edges, " << ds.num_features() << " features, " << ds.num_classes
+            << " classes, measured homophily " << ds.meta.at("measured_homophily").as_double()
+            << " (generate " << t_gen << " s, total " << seconds_since(t0) << " s)\n";
+  return 0;
+}
+
+int cmd_inspect(const std::vector<std::string>& args) {
+  po::options_description desc("halognn-data inspect DIR");
+  std::string dir;
+  desc.add_options()
+      ("help,h", "show this help")
+      ("dir", po::value(&dir), "dataset directory (also the first positional argument)");
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  parse(args, desc, &pos);
+  GNN_CHECK_CONFIG(!dir.empty(), "inspect needs a dataset directory: halognn-data inspect DIR");
+  const Dataset ds = read_dataset(dir);
+  GraphBuildStats st;
+  const GlobalGraph g = build_symmetric_graph(ds.num_nodes, ds.edge_src, ds.edge_dst, &st);
+  std::int64_t isolated = 0;
+  for (GlobalId v = 0; v < g.num_nodes; ++v) isolated += g.degree(v) == 0 ? 1 : 0;
+  std::int64_t nnz = 0;
+  const float* x = ds.features.data();
+  const std::int64_t total = ds.features.size();
+#pragma omp parallel for reduction(+ : nnz)
+  for (std::int64_t i = 0; i < total; ++i) nnz += x[i] != 0.0f ? 1 : 0;
+
+  std::cout << "dataset: " << ds.name << "\n";
+  std::cout << "nodes: " << ds.num_nodes << "\n";
+  std::cout << "stored edges: " << st.input_edges << "\n";
+  std::cout << "undirected edges: " << g.num_directed_edges() / 2 << " ("
+            << g.num_directed_edges() << " directed)\n";
+  std::cout << "self-loops dropped: " << st.self_loops_dropped << "\n";
+  // Stored edges beyond one per undirected pair: reverse directions and repeated pairs.
+  std::cout << "redundant stored edges dropped: "
+            << st.input_edges - st.self_loops_dropped - g.num_directed_edges() / 2
+            << " (reverse directions or repeats of a pair)\n";
+  std::cout << "isolated nodes: " << isolated << "\n";
+  std::cout << "features: " << ds.num_features() << " (nnz " << nnz << ")\n";
+  std::cout << "classes: " << ds.num_classes << (ds.multilabel ? " (multi-label)" : "") << "\n";
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(ds.num_classes), 0);
+  std::int64_t unlabelled = 0;
+  if (ds.multilabel) {
+    for (std::size_t i = 0; i < ds.label_matrix.size(); ++i) sizes[i % ds.num_classes] += ds.label_matrix[i];
+  } else {
+    for (std::int32_t l : ds.labels) l < 0 ? ++unlabelled : ++sizes[l];
+  }
+  std::cout << (ds.multilabel ? "positives per class:" : "class sizes:");
+  for (std::int64_t s : sizes) std::cout << " " << s;
+  std::cout << "\n";
+  if (!ds.multilabel) {
+    std::cout << "unlabelled nodes: " << unlabelled << "\n";
+    std::int64_t intra = 0;
+    for (GlobalId v = 0; v < g.num_nodes; ++v)
+      for (EdgeOffset k = g.row_ptr[v]; k < g.row_ptr[v + 1]; ++k)
+        intra += ds.labels[v] >= 0 && ds.labels[v] == ds.labels[g.col[k]] ? 1 : 0;
+    if (g.num_directed_edges() > 0)
+      std::cout << "edge homophily: "
+                << static_cast<double>(intra) / static_cast<double>(g.num_directed_edges()) << "\n";
+  }
+  std::cout << "multilabel: " << (ds.multilabel ? "yes" : "no") << "\n";
+  std::cout << "split (train/val/test): " << ds.train_idx.size() << " / " << ds.val_idx.size()
+            << " / " << ds.test_idx.size();
+  if (const Json* s = ds.meta.find("split"); s && s->is_object() && s->contains("kind"))
+    std::cout << " (" << s->at("kind").as_string() << ")";
+  std::cout << "\n";
+  if (const Json* m = ds.meta.find("features_missing"); m && m->is_int() && m->as_int() > 0)
+    std::cout << "features missing: " << m->as_int() << " nodes have all-zero features\n";
+  for (const std::string& w : dataset_warnings(ds)) {
+    std::cout << "warning: " << w << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      std::cerr << kUsage;
+      return 1;
+    }
+    const std::string cmd = argv[1];
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (cmd == "convert") return cmd_convert(args);
+    if (cmd == "generate") return cmd_generate(args);
+    if (cmd == "inspect") return cmd_inspect(args);
+    std::cerr << "halognn-data: unknown command '" << cmd << "' (convert, generate, inspect)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "halognn-data: " << e.what() << "\n";
+    return 1;
+  }
+}

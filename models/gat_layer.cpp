@@ -1,0 +1,113 @@
+// GAT (Velickovic et al.): per head h, z = x W_h, e_vu = LeakyReLU(a_dst·z_v + a_src·z_u) over
+// u ∈ N(v) ∪ {v}, alpha = softmax_u(e), y_v = Σ_u alpha_vu z_u; heads concatenated (hidden
+// layers) or averaged (last layer); plus bias. Every rank computes z for its halo rows itself from
+// the exchanged layer input (docs/models.md explains why and what it costs).
+#include <vector>
+
+#include "models/layer_common.hpp"
+
+namespace halognn::detail {
+namespace {
+
+class GatLayer final : public Layer {
+ public:
+  GatLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
+      : cfg_(cfg),
+        heads_(cfg.heads),
+        width_(cfg.heads * cfg.out_dim),
+        weight_(make_parameter("layer" + std::to_string(layer) + ".weight", cfg.in_dim, width_,
+                               cfg.in_dim, width_, seed, layer, 0, false)),
+        att_src_(make_parameter("layer" + std::to_string(layer) + ".att_src", heads_, cfg.out_dim,
+                                heads_, cfg.out_dim, seed, layer, 1, false)),
+        att_dst_(make_parameter("layer" + std::to_string(layer) + ".att_dst", heads_, cfg.out_dim,
+                                heads_, cfg.out_dim, seed, layer, 2, false)),
+        bias_(make_parameter("layer" + std::to_string(layer) + ".bias", 1, out_dim(), 0, 0, seed,
+                             layer, 3, true)) {}
+
+  std::int64_t in_dim() const override { return cfg_.in_dim; }
+  std::int64_t out_dim() const override { return cfg_.concat_heads ? width_ : cfg_.out_dim; }
+  std::vector<Parameter*> parameters() override {
+    if (cfg_.bias) return {&weight_, &att_src_, &att_dst_, &bias_};
+    return {&weight_, &att_src_, &att_dst_};
+  }
+
+  void prepare(const LocalGraph& g) override {
+    dev_ = g.dev;
+    for (Parameter* p : {&weight_, &att_src_, &att_dst_, &bias_}) place_parameter(*p, dev_);
+    op_ = build_graph_operator(g, /*self_loops=*/true, nullptr);
+    alpha_ = Buffer<float>(static_cast<std::size_t>(op_.a.nnz() * heads_), dev_);
+    edge_grad_ = Buffer<float>(alpha_.size(), dev_);
+  }
+
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+    check_forward_shapes("gat", g, x, y, cfg_.in_dim, out_dim());
+    GNN_ASSERT(dev_, "gat: forward before prepare");
+    const Device& dev = *dev_;
+    const std::int64_t n_own = g.num_owned, n_local = g.num_local();
+    kernels::copy(dev, x, ensure(saved_x_, n_local, cfg_.in_dim, dev_).view());
+    Matrix& z = ensure(z_, n_local, width_, dev_);
+    kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, z.view());
+    Matrix& s_dst = ensure(s_dst_, n_own, heads_, dev_);
+    Matrix& s_src = ensure(s_src_, n_local, heads_, dev_);
+    kernels::head_dot(dev, z.cview().rows_range(0, n_own), att_dst_.value.data(), heads_,
+                      s_dst.data());
+    kernels::head_dot(dev, z.view(), att_src_.value.data(), heads_, s_src.data());
+    if (cfg_.concat_heads) {
+      kernels::gat_aggregate(dev, op_.a.view(), z.view(), s_dst.data(), s_src.data(), heads_,
+                             cfg_.negative_slope, alpha_.data(), y);
+    } else {
+      Matrix& out = ensure(out_, n_own, width_, dev_);
+      kernels::gat_aggregate(dev, op_.a.view(), z.view(), s_dst.data(), s_src.data(), heads_,
+                             cfg_.negative_slope, alpha_.data(), out.view());
+      kernels::head_mean(dev, out.view(), heads_, y);
+    }
+    if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
+  }
+
+  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+    check_backward_shapes("gat", g, gy, gx, cfg_.in_dim, out_dim());
+    const Device& dev = *dev_;
+    const std::int64_t n_own = g.num_owned, n_local = g.num_local();
+    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
+    ConstDenseView gout = gy;
+    if (!cfg_.concat_heads) {
+      Matrix& g_out = ensure(out_, n_own, width_, dev_);  // the forward's per-head output is dead
+      kernels::head_mean_backward(dev, gy, heads_, g_out.view());
+      gout = g_out.view();
+    }
+    Matrix& gz = ensure(gz_, n_local, width_, dev_);
+    Matrix& gs_dst = ensure(gs_dst_, n_own, heads_, dev_);
+    Matrix& gs_src = ensure(gs_src_, n_local, heads_, dev_);
+    kernels::gat_aggregate_backward(dev, op_.a.view(), op_.a_t.view(), op_.t_to_a.data(), z_.view(),
+                                    s_dst_.data(), s_src_.data(), heads_, cfg_.negative_slope,
+                                    alpha_.data(), gout, edge_grad_.data(), gs_dst.data(),
+                                    gs_src.data(), gz.view());
+    // Scores are linear in z: route their gradients into z and the attention vectors.
+    kernels::head_dot_backward(dev, z_.cview().rows_range(0, n_own), att_dst_.value.data(), heads_,
+                               gs_dst.data(), gz.view().rows_range(0, n_own), att_dst_.grad.data());
+    kernels::head_dot_backward(dev, z_.view(), att_src_.value.data(), heads_, gs_src.data(),
+                               gz.view(), att_src_.grad.data());
+    kernels::gemm(dev, true, false, 1.0f, saved_x_.view(), gz.view(), 1.0f, weight_.grad.view());
+    if (gx.data == nullptr) return;
+    kernels::gemm(dev, false, true, 1.0f, gz.view(), weight_.value.view(), 0.0f, gx);
+  }
+
+ private:
+  LayerConfig cfg_;
+  std::int32_t heads_;
+  std::int64_t width_;  ///< heads * out_dim
+  Parameter weight_, att_src_, att_dst_, bias_;
+  DevicePtr dev_;
+  GraphOperator op_;  ///< structure of A + I (values unused)
+  Buffer<float> alpha_, edge_grad_;
+  Matrix saved_x_, z_, s_dst_, s_src_, out_, gz_, gs_dst_, gs_src_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_gat_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                      std::int32_t layer_index) {
+  return std::make_unique<GatLayer>(cfg, seed, layer_index);
+}
+
+}  // namespace halognn::detail

@@ -1,0 +1,99 @@
+// GCN (Kipf & Welling): y = Â x W + b with Â = D̃^-1/2 (A + I) D̃^-1/2 over GLOBAL degrees.
+#include <cmath>
+#include <vector>
+
+#include "models/layer_common.hpp"
+
+namespace halognn::detail {
+namespace {
+
+class GcnLayer final : public Layer {
+ public:
+  GcnLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
+      : cfg_(cfg),
+        weight_(make_parameter("layer" + std::to_string(layer) + ".weight", cfg.in_dim,
+                               cfg.out_dim, cfg.in_dim, cfg.out_dim, seed, layer, 0, false)),
+        bias_(make_parameter("layer" + std::to_string(layer) + ".bias", 1, cfg.out_dim, 0, 0, seed,
+                             layer, 1, true)),
+        // Aggregating first moves in_dim-wide rows through the SpMM and multiplies only owned
+        // rows; transforming first multiplies all local rows but aggregates out_dim-wide rows.
+        // Both are exact (Â (x W) = (Â x) W); pick the narrower SpMM.
+        aggregate_first_(cfg.in_dim <= cfg.out_dim) {}
+
+  std::int64_t in_dim() const override { return cfg_.in_dim; }
+  std::int64_t out_dim() const override { return cfg_.out_dim; }
+  std::vector<Parameter*> parameters() override {
+    if (cfg_.bias) return {&weight_, &bias_};
+    return {&weight_};
+  }
+
+  void prepare(const LocalGraph& g) override {
+    dev_ = g.dev;
+    place_parameter(weight_, dev_);
+    place_parameter(bias_, dev_);
+    const std::vector<float> degree = g.degree.to_host();
+    std::vector<float> inv_sqrt(degree.size());
+    for (std::size_t i = 0; i < degree.size(); ++i) inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
+    op_ = build_graph_operator(g, /*self_loops=*/true, [&](LocalId v, LocalId u) {
+      // Â_vu = 1/sqrt((d_v+1)(d_u+1)); on the diagonal that is 1/(d_v+1).
+      return v == u ? 1.0f / (degree[v] + 1.0f) : inv_sqrt[v] * inv_sqrt[u];
+    });
+  }
+
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+    check_forward_shapes("gcn", g, x, y, cfg_.in_dim, cfg_.out_dim);
+    GNN_ASSERT(dev_, "gcn: forward before prepare");
+    const Device& dev = *dev_;
+    if (aggregate_first_) {
+      Matrix& h = ensure(saved_, g.num_owned, cfg_.in_dim, dev_);  // Â x, kept for dW
+      kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
+      kernels::gemm(dev, false, false, 1.0f, h.view(), weight_.value.view(), 0.0f, y);
+    } else {
+      Matrix& xs = ensure(saved_, g.num_local(), cfg_.in_dim, dev_);  // x, kept for dW
+      kernels::copy(dev, x, xs.view());
+      Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+      kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, t.view());
+      kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
+    }
+    if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
+  }
+
+  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+    check_backward_shapes("gcn", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
+    const Device& dev = *dev_;
+    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
+    if (aggregate_first_) {
+      // y = H W: dW += Hᵀ gy; dH = gy Wᵀ; dx = Âᵀ dH.
+      kernels::gemm(dev, true, false, 1.0f, saved_.view(), gy, 1.0f, weight_.grad.view());
+      if (gx.data == nullptr) return;
+      Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
+      kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
+      kernels::spmm(dev, op_.a_t.view(), gh.view(), 0.0f, gx);
+      return;
+    }
+    // y = Â T, T = x W: dT = Âᵀ gy; dW += xᵀ dT; dx = dT Wᵀ.
+    Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+    kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
+    kernels::gemm(dev, true, false, 1.0f, saved_.view(), gt.view(), 1.0f, weight_.grad.view());
+    if (gx.data == nullptr) return;
+    kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_.value.view(), 0.0f, gx);
+  }
+
+ private:
+  LayerConfig cfg_;
+  Parameter weight_, bias_;
+  bool aggregate_first_;
+  DevicePtr dev_;
+  GraphOperator op_;
+  Matrix saved_;    ///< Â x (aggregate first) or x (transform first)
+  Matrix scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_gcn_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                      std::int32_t layer_index) {
+  return std::make_unique<GcnLayer>(cfg, seed, layer_index);
+}
+
+}  // namespace halognn::detail

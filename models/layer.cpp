@@ -1,0 +1,30 @@
+#include "models/layer.hpp"
+
+#include <string>
+
+#include "core/error.hpp"
+#include "models/layer_common.hpp"
+
+namespace halognn {
+
+ModelKind parse_model_kind(std::string_view s) {
+  if (s == "gcn") return ModelKind::gcn;
+  if (s == "sage") return ModelKind::sage;
+  if (s == "gat") return ModelKind::gat;
+  throw ConfigError("unknown model '" + std::string(s) + "' (choices: gcn, sage, gat)");
+}
+
+std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                  std::int32_t layer_index) {
+  GNN_CHECK_CONFIG(cfg.in_dim > 0 && cfg.out_dim > 0, "layer ", layer_index,
+                   ": dimensions must be positive (in ", cfg.in_dim, ", out ", cfg.out_dim, ")");
+  GNN_CHECK_CONFIG(cfg.heads >= 1, "layer ", layer_index, ": heads must be at least 1");
+  switch (cfg.kind) {
+    case ModelKind::gcn: return detail::make_gcn_layer(cfg, seed, layer_index);
+    case ModelKind::sage: return detail::make_sage_layer(cfg, seed, layer_index);
+    case ModelKind::gat: return detail::make_gat_layer(cfg, seed, layer_index);
+  }
+  throw ConfigError("unknown model kind");
+}
+
+}  // namespace halognn

@@ -1,0 +1,76 @@
+#pragma once
+/// @file layer.hpp
+/// GNN layers with hand-written backward passes: GCN, GraphSAGE-mean and GAT. A layer maps the
+/// rank's local input rows (owned, then halo rows filled by the exchange) to its owned output rows;
+/// its backward returns gradients for owned AND halo input rows, so the caller can send the halo
+/// part back to the owners (DESIGN.md "The halo exchange as one operator"). Normalisations use
+/// global degrees, so a layer on a partition computes exactly what it computes on the whole graph.
+/// Dropout and activations are not part of a layer (the trainer applies them).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/buffer.hpp"
+#include "models/local_graph.hpp"
+
+namespace halognn {
+
+enum class ModelKind { gcn, sage, gat };
+
+/// "gcn" | "sage" | "gat"; throws ConfigError listing the choices otherwise.
+ModelKind parse_model_kind(std::string_view);
+
+/// A trainable tensor and its gradient (same shape, same device).
+struct Parameter {
+  std::string name;
+  Matrix value;
+  Matrix grad;
+};
+
+struct LayerConfig {
+  ModelKind kind = ModelKind::gcn;
+  std::int64_t in_dim = 0, out_dim = 0;
+  int heads = 1;
+  bool concat_heads = true;  ///< GAT: hidden layers concat (out = heads*out_dim), last averages
+  float negative_slope = 0.2f;
+  bool bias = true;
+};
+
+struct ForwardContext {
+  bool training = true;
+  std::uint64_t seed = 0;
+  std::int64_t epoch = 0;
+  std::int32_t layer = 0;
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::int64_t in_dim() const = 0;
+  /// Width of y (GAT concat: heads*out_dim).
+  virtual std::int64_t out_dim() const = 0;
+  virtual std::vector<Parameter*> parameters() = 0;
+  /// Builds normalised operators for this graph once (e.g. GCN edge weights
+  /// 1/sqrt((d_v+1)(d_u+1)), SAGE 1/d_v) and moves the parameters to g.dev; called before the
+  /// first forward (and before parameters() is used for an optimiser).
+  virtual void prepare(const LocalGraph& g) = 0;
+  /// x: num_local x in_dim (owned rows, then halo rows already filled by the exchange);
+  /// y: num_owned x out_dim (overwritten). Keeps what backward needs (copies, so the caller may
+  /// reuse x afterwards).
+  virtual void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
+                       const ForwardContext& ctx) = 0;
+  /// gy: num_owned x out_dim; gx: num_local x in_dim, overwritten with dL/dx for owned AND halo
+  /// rows (the caller sends the halo part back to its owners); an empty gx (data == nullptr)
+  /// skips the input gradient. Accumulates (+=) into parameter grads.
+  virtual void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) = 0;
+};
+
+/// Glorot-uniform weights and zero biases, from CounterRng(seed, init_weights, layer_index,
+/// param#), so every rank builds identical weights. Parameters start on the host; prepare()
+/// moves them to the graph's device.
+std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                  std::int32_t layer_index);
+
+}  // namespace halognn

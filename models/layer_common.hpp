@@ -1,0 +1,71 @@
+#pragma once
+// Internal helpers shared by the layer implementations (not part of the public interface).
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "core/kernels/kernels.hpp"
+#include "core/rng.hpp"
+#include "models/layer.hpp"
+
+namespace halognn::detail {
+
+/// A rows x cols host parameter: Glorot-uniform in +-sqrt(6 / (fan_in + fan_out)) with
+/// element (i, j) drawn from CounterRng(seed, init_weights, layer, param_index).uniform(i, j),
+/// or zeros when `zero`.
+inline Parameter make_parameter(std::string name, std::int64_t rows, std::int64_t cols,
+                                std::int64_t fan_in, std::int64_t fan_out, std::uint64_t seed,
+                                std::int32_t layer, std::uint64_t param_index, bool zero) {
+  Parameter p{std::move(name), Matrix(rows, cols), Matrix(rows, cols)};
+  if (zero) return p;
+  const CounterRng rng(RngKey{seed, RngPurpose::init_weights, static_cast<std::uint64_t>(layer),
+                              param_index});
+  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double u = rng.uniform_double(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
+      p.value(i, j) = static_cast<float>((2.0 * u - 1.0) * limit);
+    }
+  }
+  return p;
+}
+
+/// Moves a parameter's value to `dev` (a no-op when it is there) and gives it a zero gradient.
+inline void place_parameter(Parameter& p, const DevicePtr& dev) {
+  if (p.value.device_ptr().get() != dev.get()) p.value = p.value.clone(dev);
+  p.grad = Matrix(p.value.rows(), p.value.cols(), dev);
+}
+
+/// Makes `m` a rows x cols matrix on `dev`, reallocating only when the shape or device differs.
+inline Matrix& ensure(Matrix& m, std::int64_t rows, std::int64_t cols, const DevicePtr& dev) {
+  if (m.rows() != rows || m.cols() != cols || m.device_ptr().get() != dev.get()) {
+    m = Matrix(rows, cols, dev);
+  }
+  return m;
+}
+
+/// Checks the shapes a layer's forward receives.
+inline void check_forward_shapes(const char* layer, const LocalGraph& g, ConstDenseView x,
+                                 DenseView y, std::int64_t in_dim, std::int64_t out_dim) {
+  GNN_ASSERT(x.rows == g.num_local() && x.cols == in_dim, layer, ": x is ", x.rows, "x", x.cols,
+             ", expected ", g.num_local(), "x", in_dim);
+  GNN_ASSERT(y.rows == g.num_owned && y.cols == out_dim, layer, ": y is ", y.rows, "x", y.cols,
+             ", expected ", g.num_owned, "x", out_dim);
+}
+
+inline void check_backward_shapes(const char* layer, const LocalGraph& g, ConstDenseView gy,
+                                  DenseView gx, std::int64_t in_dim, std::int64_t out_dim) {
+  GNN_ASSERT(gy.rows == g.num_owned && gy.cols == out_dim, layer, ": gy is ", gy.rows, "x",
+             gy.cols, ", expected ", g.num_owned, "x", out_dim);
+  GNN_ASSERT(gx.data == nullptr || (gx.rows == g.num_local() && gx.cols == in_dim), layer,
+             ": gx is ", gx.rows, "x", gx.cols, ", expected ", g.num_local(), "x", in_dim);
+}
+
+std::unique_ptr<Layer> make_gcn_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                      std::int32_t layer_index);
+std::unique_ptr<Layer> make_sage_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                       std::int32_t layer_index);
+std::unique_ptr<Layer> make_gat_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                      std::int32_t layer_index);
+
+}  // namespace halognn::detail

@@ -1,0 +1,45 @@
+#pragma once
+/// @file optimizer.hpp
+/// Adam and SGD over a list of parameters. Weight decay follows Kipf & Welling: an L2 term
+/// weight_decay * w added to the gradient (Adam's `decoupled` switches to AdamW). Biases (names
+/// ending in ".bias") are not decayed unless decay_biases is set; set_weight_decay overrides the
+/// rate per parameter (e.g. Kipf's "first layer only").
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/kernels/kernels.hpp"
+#include "models/layer.hpp"
+
+namespace halognn {
+
+struct OptimizerConfig {
+  enum class Kind { adam, sgd };
+  Kind kind = Kind::adam;
+  float lr = 0.01f;
+  float weight_decay = 0.0f;
+  bool decay_biases = false;
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  ///< Adam
+  bool decoupled = false;                             ///< Adam: AdamW-style decay
+  float momentum = 0.0f;                              ///< SGD
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  /// Sets every parameter's gradient to zero (layers accumulate into them).
+  virtual void zero_grad() = 0;
+  /// One update from the current gradients (all-reduced by the caller).
+  virtual void step() = 0;
+  /// Overrides the weight decay of one parameter (must be one this optimiser updates).
+  virtual void set_weight_decay(const Parameter* p, float weight_decay) = 0;
+  /// Updates applied so far.
+  virtual std::int64_t steps() const = 0;
+};
+
+/// The state (moments, momentum) lives on `dev`, where the parameters must already be (layers
+/// move them there in prepare()).
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, std::vector<Parameter*> params,
+                                          DevicePtr dev);
+
+}  // namespace halognn

@@ -1,0 +1,105 @@
+// GraphSAGE with the mean aggregator: y_v = x_v W_self + (1/d_v Σ_{u∈N(v)} x_u) W_neigh + b,
+// d_v the GLOBAL degree (an isolated vertex gets a zero neighbour term).
+#include <vector>
+
+#include "models/layer_common.hpp"
+
+namespace halognn::detail {
+namespace {
+
+class SageLayer final : public Layer {
+ public:
+  SageLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
+      : cfg_(cfg),
+        weight_self_(make_parameter("layer" + std::to_string(layer) + ".weight_self", cfg.in_dim,
+                                    cfg.out_dim, cfg.in_dim, cfg.out_dim, seed, layer, 0, false)),
+        weight_neigh_(make_parameter("layer" + std::to_string(layer) + ".weight_neigh", cfg.in_dim,
+                                     cfg.out_dim, cfg.in_dim, cfg.out_dim, seed, layer, 1, false)),
+        bias_(make_parameter("layer" + std::to_string(layer) + ".bias", 1, cfg.out_dim, 0, 0, seed,
+                             layer, 2, true)),
+        aggregate_first_(cfg.in_dim <= cfg.out_dim) {}  // the narrower SpMM, as in GCN
+
+  std::int64_t in_dim() const override { return cfg_.in_dim; }
+  std::int64_t out_dim() const override { return cfg_.out_dim; }
+  std::vector<Parameter*> parameters() override {
+    if (cfg_.bias) return {&weight_self_, &weight_neigh_, &bias_};
+    return {&weight_self_, &weight_neigh_};
+  }
+
+  void prepare(const LocalGraph& g) override {
+    dev_ = g.dev;
+    place_parameter(weight_self_, dev_);
+    place_parameter(weight_neigh_, dev_);
+    place_parameter(bias_, dev_);
+    const std::vector<float> degree = g.degree.to_host();
+    op_ = build_graph_operator(g, /*self_loops=*/false,
+                               [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
+  }
+
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+    check_forward_shapes("sage", g, x, y, cfg_.in_dim, cfg_.out_dim);
+    GNN_ASSERT(dev_, "sage: forward before prepare");
+    const Device& dev = *dev_;
+    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
+    if (aggregate_first_) {
+      Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // mean of neighbours
+      kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
+      Matrix& xs = ensure(saved_x_, g.num_owned, cfg_.in_dim, dev_);  // owned x, for dW_self
+      kernels::copy(dev, x_own, xs.view());
+      kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 0.0f, y);
+      kernels::gemm(dev, false, false, 1.0f, h.view(), weight_neigh_.value.view(), 1.0f, y);
+    } else {
+      Matrix& xs = ensure(saved_x_, g.num_local(), cfg_.in_dim, dev_);  // all x, for both dWs
+      kernels::copy(dev, x, xs.view());
+      Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+      kernels::gemm(dev, false, false, 1.0f, x, weight_neigh_.value.view(), 0.0f, t.view());
+      kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
+      kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 1.0f, y);
+    }
+    if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
+  }
+
+  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+    check_backward_shapes("sage", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
+    const Device& dev = *dev_;
+    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
+    const ConstDenseView x_own = saved_x_.cview().rows_range(0, g.num_owned);
+    kernels::gemm(dev, true, false, 1.0f, x_own, gy, 1.0f, weight_self_.grad.view());
+    if (aggregate_first_) {
+      kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gy, 1.0f, weight_neigh_.grad.view());
+      if (gx.data == nullptr) return;
+      Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
+      kernels::gemm(dev, false, true, 1.0f, gy, weight_neigh_.value.view(), 0.0f, gh.view());
+      kernels::spmm(dev, op_.a_t.view(), gh.view(), 0.0f, gx);
+    } else {
+      Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+      kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
+      kernels::gemm(dev, true, false, 1.0f, saved_x_.view(), gt.view(), 1.0f,
+                    weight_neigh_.grad.view());
+      if (gx.data == nullptr) return;
+      kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_neigh_.value.view(), 0.0f, gx);
+    }
+    // The self term reaches owned rows only.
+    kernels::gemm(dev, false, true, 1.0f, gy, weight_self_.value.view(), 1.0f,
+                  gx.rows_range(0, g.num_owned));
+  }
+
+ private:
+  LayerConfig cfg_;
+  Parameter weight_self_, weight_neigh_, bias_;
+  bool aggregate_first_;
+  DevicePtr dev_;
+  GraphOperator op_;
+  Matrix saved_x_;  ///< owned x (aggregate first) or all local x (transform first)
+  Matrix saved_h_;  ///< neighbour means (aggregate first)
+  Matrix scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_sage_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                       std::int32_t layer_index) {
+  return std::make_unique<SageLayer>(cfg, seed, layer_index);
+}
+
+}  // namespace halognn::detail

@@ -1,0 +1,59 @@
+#pragma once
+/// @file train_config.hpp
+/// Everything a training run is configured by. The CLI (launch/halognn_train.cpp) only fills this
+/// struct; `to_json` is what --dump-config prints and what the metrics file records.
+#include <cstdint>
+#include <string>
+
+#include "core/json.hpp"
+#include "models/layer.hpp"
+
+namespace halognn {
+
+enum class OptimizerKind { adam, sgd };
+
+/// When halo rows cross (DESIGN.md "When rows cross").
+enum class ExchangeMode { sync, pipelined };
+
+struct TrainConfig {
+  std::string partition_dir;
+  ModelKind model = ModelKind::gcn;
+  int layers = 2;
+  std::int64_t hidden = 16;
+  int heads = 1;               ///< GAT attention heads (hidden layers concatenate, the last averages)
+  int epochs = 200;
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;
+  bool decay_biases = false;   ///< Kipf & Welling decay the first layer's weights only; we decay all weights
+  OptimizerKind optimizer = OptimizerKind::adam;
+  float momentum = 0.0f;       ///< SGD only
+  float dropout = 0.5f;
+  std::uint64_t seed = 1;
+  int eval_every = 1;
+  bool row_normalize_features = false;
+  std::string metrics_path;    ///< JSON lines; empty = none
+  bool quiet = false;          ///< no per-epoch progress lines
+
+  // Codecs (compress/): names or per-layer comma lists, see docs/codecs.md.
+  std::string codec = "fp32";
+  std::string codec_forward;
+  std::string codec_backward;
+  /// Layer-0 halo features never change: exchange them once at start-up, exactly (fp32) unless
+  /// this is set, in which case the layer-0 forward codec is used for that one exchange.
+  bool compress_layer0 = false;
+
+  // Exchange scheduling.
+  ExchangeMode exchange = ExchangeMode::sync;
+  int staleness_bound = 0;     ///< pipelined: one synchronous epoch every N epochs (0 = never)
+  float smoothing = 0.0f;      ///< pipelined: moving-average gamma for stale rows (0 = off)
+
+  Json to_json() const;
+};
+
+const char* to_string(ModelKind k);
+const char* to_string(OptimizerKind k);
+const char* to_string(ExchangeMode m);
+OptimizerKind parse_optimizer_kind(const std::string& s);
+ExchangeMode parse_exchange_mode(const std::string& s);
+
+}  // namespace halognn

@@ -1,0 +1,112 @@
+#pragma once
+/// @file trainer.hpp
+/// Full-graph training on one rank of P: the layer stack, the halo exchanges between layers,
+/// dropout/activations, loss, gradient all-reduce, optimiser, evaluation and metrics.
+///
+/// Per epoch and layer l: the input x_l holds owned rows then halo rows. The owned rows come from
+/// layer l-1 (or the features), the halo rows from the exchange (layer 0: once, at start-up,
+/// since features never change). Dropout masks are keyed by (seed, epoch, layer, global id), so
+/// a halo row gets the mask its owner would give it and P-rank training equals 1-rank training.
+/// Backward mirrors it: each layer's backward yields gradients for owned and halo rows; the halo
+/// part is sent back to the owners and added into their rows.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "comm/halo_exchange.hpp"
+#include "comm/traffic.hpp"
+#include "comm/transport.hpp"
+#include "compress/codec_plan.hpp"
+#include "core/json.hpp"
+#include "models/layer.hpp"
+#include "models/local_graph.hpp"
+#include "models/optimizer.hpp"
+#include "models/training/train_config.hpp"
+#include "partition/local_partition.hpp"
+
+namespace halognn {
+
+/// Accuracy (single-label) or F1-micro (multi-label) per split, over all ranks.
+struct SplitScores {
+  double train = 0, val = 0, test = 0;
+};
+
+/// What one epoch reports (identical on every rank after the reductions).
+struct EpochMetrics {
+  std::int64_t epoch = 0;
+  double loss = 0;
+  double train_score = 0;               ///< from the training forward pass (dropout on)
+  std::optional<SplitScores> eval;      ///< evaluation pass (no dropout), every eval_every epochs
+  double epoch_s = 0;                   ///< slowest rank
+  double compute_s = 0, comm_s = 0, codec_s = 0;  ///< mean over ranks
+  std::uint64_t bytes_sent = 0;         ///< training exchanges + all-reduces, all ranks
+  std::uint64_t eval_bytes_sent = 0;    ///< evaluation pass, all ranks
+  bool synchronous = true;              ///< every halo row used was from this epoch
+  int max_staleness = 0;                ///< age in epochs of the oldest halo row used
+  Json traffic;                         ///< per layer/direction payload/metadata bytes (all ranks)
+  Json to_json() const;
+};
+
+struct FinalMetrics {
+  int best_epoch = -1;
+  double best_val = 0, test_at_best_val = 0;
+  double total_s = 0;
+  std::uint64_t total_bytes_sent = 0;        ///< everything, all ranks, features exchange included
+  std::uint64_t feature_exchange_bytes = 0;  ///< the one-time layer-0 exchange, all ranks
+  Json to_json() const;
+};
+
+class Trainer {
+ public:
+  /// Takes ownership of the rank's partition (its features move to the device).
+  Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transport, DevicePtr dev);
+  ~Trainer();
+
+  /// One training step (forward, loss, backward, all-reduce, optimiser step) plus, when
+  /// `evaluate` is set, an evaluation pass.
+  EpochMetrics run_epoch(std::int64_t epoch, bool evaluate);
+  /// Evaluation pass only (no dropout, no parameter change).
+  SplitScores evaluate(std::int64_t epoch);
+  /// All epochs; calls `on_epoch` after each (rank 0 prints from it). Returns the summary.
+  FinalMetrics run(const std::function<void(const EpochMetrics&)>& on_epoch);
+
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  const TrafficCounter& traffic() const { return traffic_; }
+  bool multilabel() const { return part_.multilabel; }
+
+ private:
+  void exchange_features_once();
+  void forward(std::int64_t epoch, bool training);
+  double loss_and_grad();
+  void backward(std::int64_t epoch);
+  void all_reduce_gradients();
+  std::array<std::int64_t, 9> score_counts(bool eval_all) const;
+  static SplitScores scores_from_counts(const std::array<std::int64_t, 9>& c, bool multilabel);
+  std::uint64_t global_bytes(std::uint64_t local) const;
+
+  TrainConfig cfg_;
+  LocalPartition part_;
+  Transport& transport_;
+  DevicePtr dev_;
+  LocalGraph graph_;
+  std::shared_ptr<const HaloPlan> plan_;
+  TrafficCounter traffic_;
+  std::unique_ptr<HaloExchange> exchange_;
+  CodecPlan codecs_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::unique_ptr<Optimizer> optimizer_;
+
+  std::vector<Matrix> x_;    ///< layer inputs, num_local x in_dim(l)
+  std::vector<Matrix> xd_;   ///< after dropout (empty when dropout == 0)
+  std::vector<Matrix> gx_;   ///< gradients w.r.t. layer inputs
+  Matrix logits_, glogits_;
+  Buffer<std::int32_t> labels_;
+  Buffer<std::uint8_t> label_matrix_, train_mask_;
+  bool features_exchanged_ = false;
+  std::uint64_t feature_exchange_bytes_ = 0;
+  double allreduce_s_ = 0;
+  std::uint64_t allreduce_bytes_ = 0;
+};
+
+}  // namespace halognn

@@ -1,0 +1,93 @@
+#pragma once
+/// @file partition.hpp
+/// Offline partitioning: assign every vertex of the symmetric graph to a part (METIS k-way or a
+/// seeded balanced random assignment), cut the dataset into one LocalPartition per part (the
+/// conventions are in local_partition.hpp) and summarise the cut in a PartitionReport.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/data/dataset.hpp"
+#include "core/json.hpp"
+#include "core/types.hpp"
+#include "partition/local_partition.hpp"
+
+namespace halognn {
+
+/// How to split the graph.
+struct PartitionConfig {
+  enum class Method { metis, random };
+  enum class Objective { cut, vol };
+
+  int parts = 1;                        ///< number of parts K (= MPI ranks of the training job)
+  Method method = Method::metis;        ///< METIS k-way, or a balanced random assignment
+  Objective objective = Objective::cut; ///< METIS objective: edge cut or communication volume
+  std::uint64_t seed = 1;               ///< METIS_OPTION_SEED / random assignment seed
+};
+
+/// "metis" / "random".
+std::string to_string(PartitionConfig::Method m);
+/// "cut" / "vol".
+std::string to_string(PartitionConfig::Objective o);
+/// Parses "metis" / "random"; throws ConfigError otherwise.
+PartitionConfig::Method parse_partition_method(const std::string& s);
+/// Parses "cut" / "vol"; throws ConfigError otherwise.
+PartitionConfig::Objective parse_partition_objective(const std::string& s);
+
+/// Assigns each vertex of `g` a part in [0, cfg.parts). K = 1 never calls METIS (it crashes on
+/// nparts = 1). Deterministic for a given (graph, cfg). Throws ConfigError when K < 1 or K exceeds
+/// the number of vertices, and Error when the graph exceeds METIS' 32-bit index range.
+std::vector<Rank> assign_parts(const GlobalGraph& g, const PartitionConfig& cfg);
+
+/// What a partition costs: cut, per-part sizes and the halo traffic of one exchange.
+struct PartitionReport {
+  /// Rows part `from` sends part `to` per exchange (= |halo of `to` owned by `from`|).
+  struct PairVolume {
+    Rank from = 0;
+    Rank to = 0;
+    std::int64_t rows = 0;
+  };
+
+  Rank num_parts = 0;
+  GlobalId num_nodes = 0;
+  std::int64_t num_edges = 0;       ///< undirected edges of the symmetric graph
+  std::int64_t edge_cut = 0;        ///< undirected edges whose endpoints lie in different parts
+  std::vector<GlobalId> owned;      ///< per part: owned vertices
+  std::vector<GlobalId> halo;       ///< per part: distinct off-part neighbours
+  std::vector<GlobalId> boundary;   ///< per part: owned vertices with an off-part neighbour
+  std::vector<std::int64_t> sent_rows;    ///< per part: rows sent per exchange, summed over peers
+  std::vector<std::int64_t> local_edges;  ///< per part: directed entries of the local adjacency
+  std::vector<PairVolume> pair_volume;    ///< non-zero pairs, ordered by (from, to)
+  double imbalance = 1.0;           ///< max owned / mean owned
+  std::int64_t total_volume = 0;    ///< rows crossing ranks per exchange (= sum of halo sizes)
+
+  /// The report as JSON (the fields above, names unchanged).
+  Json to_json() const;
+};
+
+/// Computes the report of an assignment without building the local partitions. O(N + E).
+PartitionReport compute_partition_report(const GlobalGraph& g, const std::vector<Rank>& parts,
+                                         Rank num_parts);
+
+/// Builds the local partitions one at a time, in rank order, handing each to `sink` (so a writer
+/// never holds more than one part's features). `g` must be build_symmetric_graph of `ds`'s
+/// edges; parts[v] in [0, num_parts). O(N + E) time apart from sorting rows; memory is the
+/// dataset, the graph, O(N) bytes of index arrays, the halo lists and one part.
+/// @param report  when not null, receives the partition report
+void for_each_local_partition(const Dataset& ds, const GlobalGraph& g,
+                              const std::vector<Rank>& parts, Rank num_parts,
+                              const std::function<void(LocalPartition&&)>& sink,
+                              PartitionReport* report = nullptr);
+
+/// All local partitions at once (rank order). Convenient for tests and small graphs.
+std::vector<LocalPartition> build_local_partitions(const Dataset& ds, const GlobalGraph& g,
+                                                   const std::vector<Rank>& parts, Rank num_parts,
+                                                   PartitionReport* report = nullptr);
+
+/// Checks every convention of local_partition.hpp that one part can check on its own (ids in
+/// range, owned ids ascending, halo grouped by owner, plan sizes consistent, degrees, labels,
+/// masks). Throws InputError(origin, ...) naming the first violation.
+void validate_local_partition(const LocalPartition& lp, const std::string& origin);
+
+}  // namespace halognn

@@ -1,0 +1,168 @@
+// Graph-attention kernels against a naive double-precision implementation; their backward
+// against central differences of that double implementation.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/kernels/kernels.hpp"
+#include "test/kernels/kernel_test_util.hpp"
+
+namespace halognn {
+namespace {
+
+using test::expect_near_all;
+using test::random_csr;
+using test::random_matrix;
+
+const Device& cpu() { return *cpu_device(); }
+
+TEST(HeadKernels, DotMeanAndTheirBackwardMatchNaiveLoops) {
+  const int heads = 3, f = 5, rows = 23;
+  const Matrix z = random_matrix(rows, heads * f, 1);
+  const Matrix a = random_matrix(heads, f, 2);
+  std::vector<float> s(rows * heads);
+  kernels::head_dot(cpu(), z.view(), a.data(), heads, s.data());
+  for (int v = 0; v < rows; ++v) {
+    for (int h = 0; h < heads; ++h) {
+      double want = 0.0;
+      for (int j = 0; j < f; ++j) want += double(a(h, j)) * z(v, h * f + j);
+      EXPECT_NEAR(s[v * heads + h], want, 1e-6);
+    }
+  }
+  const Matrix gs = random_matrix(rows, heads, 3);
+  Matrix gz = random_matrix(rows, heads * f, 4);
+  const Matrix gz0 = gz.clone();
+  std::vector<float> ga(heads * f, 1.0f);
+  kernels::head_dot_backward(cpu(), z.view(), a.data(), heads, gs.data(), gz.view(), ga.data());
+  for (int h = 0; h < heads; ++h) {
+    for (int j = 0; j < f; ++j) {
+      double want = 1.0;
+      for (int v = 0; v < rows; ++v) want += double(gs(v, h)) * z(v, h * f + j);
+      EXPECT_NEAR(ga[h * f + j], want, 1e-5);
+      for (int v = 0; v < rows; ++v) {
+        EXPECT_NEAR(gz(v, h * f + j), gz0(v, h * f + j) + double(gs(v, h)) * a(h, j), 1e-6);
+      }
+    }
+  }
+  Matrix mean(rows, f), back(rows, heads * f);
+  kernels::head_mean(cpu(), z.view(), heads, mean.view());
+  kernels::head_mean_backward(cpu(), mean.view(), heads, back.view());
+  for (int v = 0; v < rows; ++v) {
+    for (int j = 0; j < f; ++j) {
+      double want = 0.0;
+      for (int h = 0; h < heads; ++h) want += z(v, h * f + j);
+      EXPECT_NEAR(mean(v, j), want / heads, 1e-6);
+      for (int h = 0; h < heads; ++h) EXPECT_NEAR(back(v, h * f + j), want / heads / heads, 1e-6);
+    }
+  }
+}
+
+/// The aggregation in double: returns y (rows x heads*f).
+std::vector<double> naive_gat(const test::HostCsr& a, const std::vector<double>& z,
+                              const std::vector<double>& s_dst, const std::vector<double>& s_src,
+                              int heads, int f, double slope) {
+  const int width = heads * f;
+  std::vector<double> y(static_cast<std::size_t>(a.rows * width), 0.0);
+  for (std::int64_t v = 0; v < a.rows; ++v) {
+    for (int h = 0; h < heads; ++h) {
+      std::vector<double> w;
+      double sum = 0.0;
+      for (std::int32_t k = a.row_ptr[v]; k < a.row_ptr[v + 1]; ++k) {
+        const double pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
+        const double e = pre > 0 ? pre : slope * pre;
+        w.push_back(std::exp(e) * (a.val.empty() ? 1.0 : a.val[k]));
+        sum += w.back();
+      }
+      for (std::int32_t k = a.row_ptr[v]; k < a.row_ptr[v + 1]; ++k) {
+        const double c = w[k - a.row_ptr[v]] / sum;
+        for (int j = 0; j < f; ++j) y[v * width + h * f + j] += c * z[a.col[k] * width + h * f + j];
+      }
+    }
+  }
+  return y;
+}
+
+struct Transposed {
+  std::vector<std::int32_t> row_ptr, col, to_a;
+};
+
+Transposed transpose(const test::HostCsr& a) {
+  Transposed t;
+  t.row_ptr.assign(static_cast<std::size_t>(a.cols + 1), 0);
+  for (auto c : a.col) ++t.row_ptr[c + 1];
+  for (std::int64_t c = 0; c < a.cols; ++c) t.row_ptr[c + 1] += t.row_ptr[c];
+  std::vector<std::int32_t> pos(t.row_ptr.begin(), t.row_ptr.end() - 1);
+  t.col.resize(a.col.size());
+  t.to_a.resize(a.col.size());
+  for (std::int64_t v = 0; v < a.rows; ++v) {
+    for (std::int32_t k = a.row_ptr[v]; k < a.row_ptr[v + 1]; ++k) {
+      const auto p = pos[a.col[k]]++;
+      t.col[p] = static_cast<std::int32_t>(v);
+      t.to_a[p] = k;
+    }
+  }
+  return t;
+}
+
+std::vector<double> to_double(const Matrix& m) { return {m.host().begin(), m.host().end()}; }
+
+class GatAggregate : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(GatAggregate, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
+  const auto [heads, multiplicity] = GetParam();
+  const int f = 3, rows = 12, cols = 17;
+  const double slope = 0.2;
+  const auto host = random_csr(rows, cols, 5, multiplicity, 21);  // row 0..: some are empty
+  const CsrMatrix a = host.to_device();
+  const Matrix z = random_matrix(cols, heads * f, 5);
+  const Matrix s_dst = random_matrix(rows, heads, 6), s_src = random_matrix(cols, heads, 7);
+  Matrix y(rows, heads * f);
+  std::vector<float> alpha(static_cast<std::size_t>(a.nnz() * heads));
+  kernels::gat_aggregate(cpu(), a.view(), z.view(), s_dst.data(), s_src.data(), heads,
+                         static_cast<float>(slope), alpha.data(), y.view());
+  auto zd = to_double(z), sdd = to_double(s_dst), ssd = to_double(s_src);
+  expect_near_all(y.host(), naive_gat(host, zd, sdd, ssd, heads, f, slope), 1e-5);
+
+  // Backward of L = <y, r>. FD in double on the naive function with h = 1e-6: truncation
+  // O(h^2) and rounding ~1e-16/1e-6 are both far below the float32 error of the kernel
+  // (relative ~1e-6 on O(1) sums), so 1e-4 absolute is a safe bound.
+  const Matrix r = random_matrix(rows, heads * f, 8);
+  const auto rd = to_double(r);
+  const Transposed t = transpose(host);
+  const CsrView at{cols, rows, a.nnz(), t.row_ptr.data(), t.col.data(), nullptr};
+  std::vector<float> edge(alpha.size()), gs_dst(rows * heads), gs_src(cols * heads);
+  Matrix gz(cols, heads * f);
+  kernels::gat_aggregate_backward(cpu(), a.view(), at, t.to_a.data(), z.view(), s_dst.data(),
+                                  s_src.data(), heads, static_cast<float>(slope), alpha.data(),
+                                  r.view(), edge.data(), gs_dst.data(), gs_src.data(), gz.view());
+  auto objective = [&](const std::vector<double>& zz, const std::vector<double>& sd,
+                       const std::vector<double>& ss) {
+    const auto yy = naive_gat(host, zz, sd, ss, heads, f, slope);
+    double l = 0.0;
+    for (std::size_t i = 0; i < yy.size(); ++i) l += yy[i] * rd[i];
+    return l;
+  };
+  const double h = 1e-6;
+  auto fd = [&](std::vector<double>& target, std::size_t i) {
+    const double orig = target[i];
+    target[i] = orig + h;
+    const double lp = objective(zd, sdd, ssd);
+    target[i] = orig - h;
+    const double lm = objective(zd, sdd, ssd);
+    target[i] = orig;
+    return (lp - lm) / (2 * h);
+  };
+  // fd() perturbs zd / sdd / ssd in place, which objective() reads.
+  for (std::size_t i = 0; i < zd.size(); ++i) EXPECT_NEAR(gz.host()[i], fd(zd, i), 1e-4) << i;
+  for (std::size_t i = 0; i < sdd.size(); ++i) EXPECT_NEAR(gs_dst[i], fd(sdd, i), 1e-4) << i;
+  for (std::size_t i = 0; i < ssd.size(); ++i) EXPECT_NEAR(gs_src[i], fd(ssd, i), 1e-4) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, GatAggregate,
+                         ::testing::Values(std::make_tuple(1, false), std::make_tuple(3, false),
+                                           std::make_tuple(2, true)));
+
+}  // namespace
+}  // namespace halognn

@@ -1,0 +1,174 @@
+// Row movement, elementwise kernels, reductions and dropout against naive loops.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/kernels/kernels.hpp"
+#include "test/kernels/kernel_test_util.hpp"
+
+namespace halognn {
+namespace {
+
+using test::expect_near_all;
+using test::random_matrix;
+
+const Device& cpu() { return *cpu_device(); }
+
+TEST(GatherRows, CopiesTheIndexedRowsIncludingRepeats) {
+  const Matrix src = random_matrix(9, 5, 1);
+  const std::vector<LocalId> idx{8, 0, 3, 3, 7};
+  Matrix dst(5, 5);
+  kernels::gather_rows(cpu(), src.view(), idx.data(), dst.view());
+  for (int i = 0; i < 5; ++i) {
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(dst(i, j), src(idx[i], j));
+  }
+}
+
+TEST(GatherRows, HandlesZeroRows) {
+  const Matrix src = random_matrix(3, 4, 1);
+  Matrix dst(0, 4);
+  kernels::gather_rows(cpu(), src.view(), nullptr, dst.view());
+  EXPECT_EQ(dst.size(), 0);
+}
+
+void check_scatter(const std::vector<LocalId>& idx, std::int64_t dst_rows, std::int64_t f,
+                   double tol = 1e-6) {
+  const auto n = static_cast<std::int64_t>(idx.size());
+  const Matrix src = random_matrix(n, f, 2);
+  Matrix dst = random_matrix(dst_rows, f, 3);
+  std::vector<double> want(dst.host().begin(), dst.host().end());
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < f; ++j) want[idx[i] * f + j] += src(i, j);
+  }
+  kernels::scatter_add_rows(cpu(), src.view(), idx.data(), dst.view());
+  expect_near_all(dst.host(), want, tol);
+}
+
+TEST(ScatterAddRows, AccumulatesRepeatedIndicesWithoutLosingUpdates) {
+  // Many repeats of few destinations: a racy implementation loses updates here.
+  std::vector<LocalId> idx;
+  for (int i = 0; i < 20000; ++i) idx.push_back(static_cast<LocalId>((i * 7919) % 13));
+  // ~1540 float additions per destination: a random-walk rounding error of about
+  // sqrt(1540) * 6e-8 * |partial sum| (<= ~40) ~ 1e-4 in the worst rows; a lost update would be
+  // off by up to 1.
+  check_scatter(idx, 13, 7, 1e-4);
+}
+
+TEST(ScatterAddRows, HandlesAscendingUnsortedAndEmptyIndexLists) {
+  std::vector<LocalId> ascending;
+  for (int i = 0; i < 1000; ++i) ascending.push_back(2 * i);
+  check_scatter(ascending, 2000, 16);
+  check_scatter({5, 1, 4, 1, 0}, 6, 3);
+  check_scatter({}, 4, 3);
+}
+
+TEST(ScatterAddRows, IsBitwiseDeterministic) {
+  std::vector<LocalId> idx;
+  for (int i = 0; i < 5000; ++i) idx.push_back(static_cast<LocalId>((i * 31) % 17));
+  const Matrix src = random_matrix(5000, 9, 4);
+  Matrix a(17, 9), b(17, 9);
+  kernels::scatter_add_rows(cpu(), src.view(), idx.data(), a.view());
+  kernels::scatter_add_rows(cpu(), src.view(), idx.data(), b.view());
+  EXPECT_EQ(a.to_host(), b.to_host());
+}
+
+TEST(Elementwise, CopyFillAxpyAxpbyMatchNaiveLoops) {
+  const Matrix x = random_matrix(37, 11, 5);
+  Matrix y = random_matrix(37, 11, 6);
+  const Matrix y0 = y.clone();
+  kernels::axpy(cpu(), -1.5f, x.view(), y.view());
+  std::vector<double> want(static_cast<std::size_t>(x.size()));
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = y0.host()[i] - 1.5 * x.host()[i];
+  expect_near_all(y.host(), want, 1e-6);
+
+  Matrix z(37, 11);
+  for (float& v : z.host()) v = std::numeric_limits<float>::quiet_NaN();
+  kernels::axpby(cpu(), z.size(), 2.0f, x.data(), 0.0f, z.data());  // beta 0 ignores the NaNs
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = 2.0 * x.host()[i];
+  expect_near_all(z.host(), want, 1e-6);
+  kernels::axpby(cpu(), z.size(), 1.0f, x.data(), -0.5f, z.data());
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = 0.0;  // -0.5*2x + x
+  expect_near_all(z.host(), want, 1e-6);
+
+  kernels::copy(cpu(), x.view(), z.view());
+  EXPECT_EQ(z.to_host(), x.to_host());
+  kernels::fill(cpu(), z.view(), 3.25f);
+  for (float v : z.host()) EXPECT_EQ(v, 3.25f);
+}
+
+TEST(Elementwise, ScaleRowsAddRowVectorAndColumnSumMatchNaiveLoops) {
+  const Matrix x = random_matrix(1001, 13, 7);
+  const Matrix s = random_matrix(1001, 1, 8);
+  const Matrix b = random_matrix(1, 13, 9);
+  Matrix y = x.clone();
+  kernels::scale_rows(cpu(), s.data(), y.view());
+  kernels::add_row_vector(cpu(), b.data(), y.view());
+  std::vector<double> want(static_cast<std::size_t>(x.size()));
+  for (int i = 0; i < 1001; ++i) {
+    for (int j = 0; j < 13; ++j) want[i * 13 + j] = double(x(i, j)) * s(i, 0) + b(0, j);
+  }
+  expect_near_all(y.host(), want, 1e-6);
+
+  std::vector<float> out(13, 1.0f);
+  kernels::column_sum(cpu(), x.view(), 0.5f, out.data());
+  for (int j = 0; j < 13; ++j) {
+    double col = 0.5;
+    for (int i = 0; i < 1001; ++i) col += x(i, j);
+    EXPECT_NEAR(out[j], col, 1e-4);
+  }
+  Matrix empty(0, 13);
+  kernels::column_sum(cpu(), empty.view(), 0.0f, out.data());
+  for (float v : out) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Relu, ForwardAndBackwardWorkInPlace) {
+  Matrix x = random_matrix(20, 7, 10);
+  const Matrix x0 = x.clone();
+  kernels::relu_forward(cpu(), x.view(), x.view());
+  Matrix g = random_matrix(20, 7, 11);
+  const Matrix g0 = g.clone();
+  kernels::relu_backward(cpu(), x.view(), g.view(), g.view());
+  for (std::size_t i = 0; i < static_cast<std::size_t>(x.size()); ++i) {
+    EXPECT_EQ(x.host()[i], std::max(x0.host()[i], 0.0f));
+    EXPECT_EQ(g.host()[i], x0.host()[i] > 0.0f ? g0.host()[i] : 0.0f);
+  }
+}
+
+TEST(Dropout, MaskIsTheDocumentedCounterRngDrawAndBackwardReusesIt) {
+  const RngKey key{3, RngPurpose::dropout, 5, 1};
+  const float p = 0.3f;
+  const std::int64_t rows = 300, f = 19;
+  std::vector<GlobalId> ids(rows);
+  for (std::int64_t i = 0; i < rows; ++i) ids[i] = 1000 + 3 * i;
+  const Matrix x = random_matrix(rows, f, 12);
+  Matrix y(rows, f);
+  kernels::dropout_forward(cpu(), key, ids.data(), p, x.view(), y.view());
+  Matrix g = random_matrix(rows, f, 13);
+  const Matrix g0 = g.clone();
+  kernels::dropout_backward(cpu(), key, ids.data(), p, g.view(), g.view());  // in place
+  const CounterRng rng(key);
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < f; ++j) {
+      const bool keep = rng.uniform(static_cast<std::uint64_t>(ids[i]), j) >= p;
+      kept += keep;
+      EXPECT_FLOAT_EQ(y(i, j), keep ? x(i, j) / (1.0f - p) : 0.0f);
+      EXPECT_FLOAT_EQ(g(i, j), keep ? g0(i, j) / (1.0f - p) : 0.0f);
+    }
+  }
+  // 5700 Bernoulli(0.7) draws: mean 3990, sd 35; 6 sd either side.
+  EXPECT_NEAR(static_cast<double>(kept), 0.7 * rows * f, 210.0);
+}
+
+TEST(Dropout, ZeroProbabilityIsTheIdentity) {
+  const Matrix x = random_matrix(4, 5, 14);
+  Matrix y(4, 5);
+  const std::vector<GlobalId> ids{0, 1, 2, 3};
+  kernels::dropout_forward(cpu(), RngKey{}, ids.data(), 0.0f, x.view(), y.view());
+  EXPECT_EQ(y.to_host(), x.to_host());
+}
+
+}  // namespace
+}  // namespace halognn

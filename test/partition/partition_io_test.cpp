@@ -1,0 +1,233 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/json.hpp"
+#include "partition/partition_io.hpp"
+#include "partition_fixtures.hpp"
+
+namespace halognn {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A partition of a small random graph written into a scratch directory.
+class PartitionDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ds_ = test::make_dataset(test::random_edges(400, 1600, 21));
+    g_ = test::graph_of(ds_);
+    cfg_ = PartitionConfig{4, PartitionConfig::Method::metis, PartitionConfig::Objective::cut, 3};
+    parts_ = assign_parts(g_, cfg_);
+    out_ = tmp_ / "part";
+    manifest_ = write_partition_dir(ds_, g_, parts_, cfg_, out_, &report_);
+  }
+
+  std::string rank_file(Rank r) const { return out_ + "/" + partition_file_name(r); }
+
+  /// Expects read_local_partition(rank 1 of 4) to throw an InputError whose message names
+  /// `file` and contains `fragment`.
+  void expect_read_error(const std::string& file, const std::string& fragment, Rank world = 4) {
+    try {
+      read_local_partition(out_, 1, world);
+      ADD_FAILURE() << "no error for " << fragment;
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind(file, 0), 0u) << msg;
+      EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  }
+
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  static void spit(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+
+  test::TempDir tmp_;
+  Dataset ds_;
+  GlobalGraph g_;
+  PartitionConfig cfg_;
+  std::vector<Rank> parts_;
+  std::string out_;
+  Json manifest_;
+  PartitionReport report_;
+};
+
+TEST_F(PartitionDir, RoundTripReproducesEveryPart) {
+  const auto built = build_local_partitions(ds_, g_, parts_, 4);
+  std::vector<LocalPartition> read;
+  for (Rank r = 0; r < 4; ++r) read.push_back(read_local_partition(out_, r, 4));
+  test::expect_consistent(ds_, g_, parts_, 4, read);
+  for (Rank r = 0; r < 4; ++r) {
+    const LocalPartition& a = built[r];
+    const LocalPartition& b = read[r];
+    EXPECT_EQ(a.global_ids, b.global_ids);
+    EXPECT_EQ(a.row_ptr, b.row_ptr);
+    EXPECT_EQ(a.col, b.col);
+    EXPECT_EQ(a.global_degree, b.global_degree);
+    EXPECT_EQ(a.features.to_host(), b.features.to_host());
+    EXPECT_EQ(a.labels, b.labels);
+    EXPECT_EQ(a.train_mask, b.train_mask);
+    EXPECT_EQ(a.test_mask, b.test_mask);
+    EXPECT_EQ(a.global_val, b.global_val);
+    ASSERT_EQ(a.send.size(), b.send.size());
+    for (std::size_t k = 0; k < a.send.size(); ++k) EXPECT_EQ(a.send[k].rows, b.send[k].rows);
+  }
+}
+
+TEST_F(PartitionDir, ManifestRecordsDatasetConfigReportAndFiles) {
+  const Json m = read_partition_manifest(out_);
+  EXPECT_EQ(m.at("format").as_string(), "halognn-partition");
+  EXPECT_EQ(m.at("version").as_int(), kPartitionFormatVersion);
+  EXPECT_EQ(m.at("parts").as_int(), 4);
+  EXPECT_EQ(m.at("method").as_string(), "metis");
+  EXPECT_EQ(m.at("objective").as_string(), "cut");
+  EXPECT_EQ(m.at("seed").as_int(), 3);
+  EXPECT_EQ(m.at("edge_cut").as_int(), report_.edge_cut);
+  EXPECT_EQ(m.at("dataset").at("name").as_string(), "test-graph");
+  EXPECT_EQ(m.at("dataset").at("fingerprint").as_string(), dataset_fingerprint(ds_));
+  EXPECT_EQ(m.at("dataset").at("num_nodes").as_int(), 400);
+  EXPECT_EQ(m.at("pair_volume").size(), report_.pair_volume.size());
+  const auto& files = m.at("files").as_array();
+  ASSERT_EQ(files.size(), 4u);
+  for (Rank r = 0; r < 4; ++r) {
+    EXPECT_EQ(files[r].at("file").as_string(), partition_file_name(r));
+    EXPECT_EQ(files[r].at("bytes").as_int(),
+              static_cast<std::int64_t>(fs::file_size(rank_file(r))));
+  }
+  EXPECT_EQ(m.dump(), manifest_.dump());
+}
+
+TEST_F(PartitionDir, FingerprintChangesWithTheGraph) {
+  Dataset other = test::make_dataset(test::random_edges(400, 1600, 22));
+  EXPECT_NE(dataset_fingerprint(other), dataset_fingerprint(ds_));
+  EXPECT_EQ(dataset_fingerprint(test::make_dataset(test::random_edges(400, 1600, 21))),
+            dataset_fingerprint(ds_));
+}
+
+TEST_F(PartitionDir, RankReadsOnlyManifestAndItsOwnFile) {
+  fs::remove(rank_file(0));
+  fs::remove(rank_file(2));
+  EXPECT_NO_THROW(read_local_partition(out_, 1, 4));
+}
+
+TEST_F(PartitionDir, RewritingReplacesAnExistingPartitionDirectory) {
+  PartitionConfig two = cfg_;
+  two.parts = 2;
+  const auto parts2 = assign_parts(g_, two);
+  write_partition_dir(ds_, g_, parts2, two, out_ + "/");
+  EXPECT_EQ(read_partition_manifest(out_).at("parts").as_int(), 2);
+  EXPECT_FALSE(fs::exists(rank_file(3)));
+  EXPECT_NO_THROW(read_local_partition(out_, 1, 2));
+  // No temporary or backup directory is left behind.
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(tmp_.str())) entries += e.path() != fs::path(out_);
+  EXPECT_EQ(entries, 0);
+}
+
+TEST_F(PartitionDir, RefusesToReplaceSomethingThatIsNotAPartition) {
+  const std::string other = tmp_ / "precious";
+  fs::create_directories(other);
+  spit(other + "/notes.txt", "keep me");
+  EXPECT_THROW(write_partition_dir(ds_, g_, parts_, cfg_, other), ConfigError);
+  EXPECT_EQ(slurp(other + "/notes.txt"), "keep me");
+}
+
+TEST_F(PartitionDir, WorldSizeMismatchTellsHowToRepartition) {
+  try {
+    read_local_partition(out_, 1, 2);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              out_ + "/manifest.json: partition has 4 parts but the job has 2 ranks; re-run "
+                     "halognn-partition --parts 2");
+  }
+}
+
+TEST_F(PartitionDir, TruncatedRankFileIsReported) {
+  const std::string bytes = slurp(rank_file(1));
+  spit(rank_file(1), bytes.substr(0, bytes.size() / 2));
+  expect_read_error(rank_file(1), "truncated");
+  // Also when the manifest is bypassed: the file's own sections run past its end.
+  try {
+    read_local_partition_file(rank_file(1));
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(rank_file(1)), std::string::npos);
+  }
+}
+
+TEST_F(PartitionDir, FlippedByteFailsTheChecksum) {
+  std::string bytes = slurp(rank_file(1));
+  bytes[bytes.size() / 2] ^= 0x10;
+  spit(rank_file(1), bytes);
+  expect_read_error(rank_file(1), "checksum mismatch");
+}
+
+TEST_F(PartitionDir, FlippedByteInTheTrailerFailsTheChecksum) {
+  std::string bytes = slurp(rank_file(1));
+  bytes.back() ^= 0x01;
+  spit(rank_file(1), bytes);
+  expect_read_error(rank_file(1), "checksum mismatch");
+}
+
+TEST_F(PartitionDir, UnknownManifestVersionIsRejected) {
+  std::string text = slurp(out_ + "/manifest.json");
+  const auto at = text.find("\"version\": 1");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "\"version\": 9");
+  spit(out_ + "/manifest.json", text);
+  expect_read_error(out_ + "/manifest.json", "version 9");
+}
+
+TEST_F(PartitionDir, UnknownRankFileVersionIsRejected) {
+  std::string bytes = slurp(rank_file(1));
+  bytes[8] = 7;  // the u32 version follows the 8-byte magic
+  spit(rank_file(1), bytes);
+  expect_read_error(rank_file(1), "version 7");
+}
+
+TEST_F(PartitionDir, MissingRankFileIsReported) {
+  fs::remove(rank_file(1));
+  expect_read_error(rank_file(1), "missing rank file");
+}
+
+TEST_F(PartitionDir, MissingManifestIsReported) {
+  fs::remove(out_ + "/manifest.json");
+  expect_read_error(out_ + "/manifest.json", "missing");
+}
+
+TEST_F(PartitionDir, RankFileSwappedWithAnotherRanksIsReported) {
+  // Same size is unlikely; copy rank 2's file and fix the manifest entry so only the header
+  // check can catch it.
+  fs::copy_file(rank_file(2), rank_file(1), fs::copy_options::overwrite_existing);
+  Json m = read_partition_manifest(out_);
+  Json::Array files = m.at("files").as_array();
+  Json entry = files[1];
+  entry.set("bytes", files[2].at("bytes"));
+  entry.set("crc32", files[2].at("crc32"));
+  files[1] = entry;
+  m.set("files", Json(files));
+  spit(out_ + "/manifest.json", m.dump(2));
+  expect_read_error(rank_file(1), "expected rank 1 of 4");
+}
+
+TEST(PartitionMetisGraph, WritesOneBasedAdjacencyWithUndirectedEdgeCount) {
+  test::TempDir tmp;
+  const GlobalGraph g = test::graph_of(test::make_dataset(test::grid_edges(2, 2)));
+  write_metis_graph(g, tmp / "g.graph");
+  std::ifstream in(tmp / "g.graph");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(text, "4 4\n2 3\n1 4\n1 4\n2 3\n");
+}
+
+}  // namespace
+}  // namespace halognn
