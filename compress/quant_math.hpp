@@ -102,18 +102,21 @@ GNN_HD std::uint32_t quantize_value(float h, RowGrid g, std::uint32_t levels, fl
   if (g.scale == 0.0f) return 0;
 #if defined(__CUDA_ARCH__)
   const float x = __fdiv_rn(__fsub_rn(h, g.lo), g.scale);
-  const float f = floorf(x);
-  const float frac = __fsub_rn(x, f);
 #else
   const float diff = h - g.lo;
   const float x = diff / g.scale;
-  const float f = __builtin_floorf(x);
-  const float frac = x - f;
 #endif
-  if (!(f >= 0.0f)) return 0;  // x < 0 only through rounding (h >= lo always)
-  if (f >= static_cast<float>(levels)) return levels;
-  const std::uint32_t q = static_cast<std::uint32_t>(f) + (u < frac ? 1u : 0u);
-  return q > levels ? levels : q;
+  // x >= 0 because h >= lo; x <= B up to rounding. For 0 < x < B the truncating conversion is
+  // floor(x) and x - f is exact, so this is the rule above without a floorf call.
+  if (!(x > 0.0f)) return 0;
+  if (x >= static_cast<float>(levels)) return levels;
+  const std::uint32_t f = static_cast<std::uint32_t>(x);
+#if defined(__CUDA_ARCH__)
+  const float frac = __fsub_rn(x, static_cast<float>(f));
+#else
+  const float frac = x - static_cast<float>(f);
+#endif
+  return f + (u < frac ? 1u : 0u);  // f <= B - 1 here, so q <= B
 }
 
 /// The uniform draw CounterRng::uniform returns, from one of the four words of a Philox block

@@ -14,6 +14,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,8 +24,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <boost/program_options.hpp>
 
 #include "core/data/dataset.hpp"
 #include "core/data/generator.hpp"
@@ -54,7 +53,8 @@ double best_seconds(int reps, F&& f) {
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
 }
@@ -89,7 +89,8 @@ CsrMatrix gcn_operator(const GlobalGraph& g) {
         diagonal = true;
       }
       col.push_back(static_cast<LocalId>(u));
-      val.push_back(static_cast<float>(1.0 / std::sqrt(dv * (static_cast<double>(g.degree(u)) + 1.0))));
+      val.push_back(
+          static_cast<float>(1.0 / std::sqrt(dv * (static_cast<double>(g.degree(u)) + 1.0))));
     }
     if (!diagonal) {
       col.push_back(static_cast<LocalId>(v));
@@ -118,14 +119,14 @@ int run(int argc, char** argv) {
   int reps = 10;
   std::int64_t triad_mib = 256;
   po::options_description desc("halognn-bench-kernels [options]");
-  desc.add_options()("help,h", "show this help")
-      ("data", po::value(&data_dir), "dataset directory (default: the generated SBM graph)")
-      ("nodes", po::value(&sbm.num_nodes)->default_value(sbm.num_nodes), "SBM nodes")
-      ("edges", po::value(&sbm.num_edges)->default_value(sbm.num_edges), "SBM undirected edges")
-      ("widths", po::value(&widths_arg)->default_value(widths_arg), "feature widths F")
-      ("reps", po::value(&reps)->default_value(reps), "timed runs per figure (best is kept)")
-      ("triad-mib", po::value(&triad_mib)->default_value(triad_mib), "MiB per triad array")
-      ("json", po::value(&json_path), "also write the results as JSON to this file");
+  desc.add_options()("help,h", "show this help")(
+      "data", po::value(&data_dir), "dataset directory (default: the generated SBM graph)")(
+      "nodes", po::value(&sbm.num_nodes)->default_value(sbm.num_nodes), "SBM nodes")(
+      "edges", po::value(&sbm.num_edges)->default_value(sbm.num_edges), "SBM undirected edges")(
+      "widths", po::value(&widths_arg)->default_value(widths_arg), "feature widths F")(
+      "reps", po::value(&reps)->default_value(reps), "timed runs per figure (best is kept)")(
+      "triad-mib", po::value(&triad_mib)->default_value(triad_mib), "MiB per triad array")(
+      "json", po::value(&json_path), "also write the results as JSON to this file");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   po::notify(vm);
@@ -197,20 +198,21 @@ int run(int argc, char** argv) {
     fill_random(x, 3);
     const double dense_bytes = 2.0 * static_cast<double>(n * f) * 4.0;  // x once, y once
     const double csr_bytes = 4.0 * static_cast<double>(n + 1 + nnz);
-    const double t_val = best_seconds(reps, [&] { kernels::spmm(dev, a.view(), x.view(), 0.0f, y.view()); });
+    const double t_val =
+        best_seconds(reps, [&] { kernels::spmm(dev, a.view(), x.view(), 0.0f, y.view()); });
     const double gathers = 4.0 * static_cast<double>(nnz * f) - 4.0 * static_cast<double>(n * f);
     report("spmm (values)", f, t_val, 2.0 * nnz * f, csr_bytes + 4.0 * nnz + dense_bytes,
            csr_bytes + 4.0 * nnz + dense_bytes + gathers);
     CsrView structure = a.view();
     structure.val = nullptr;
-    const double t_str = best_seconds(reps, [&] { kernels::spmm(dev, structure, x.view(), 0.0f, y.view()); });
+    const double t_str =
+        best_seconds(reps, [&] { kernels::spmm(dev, structure, x.view(), 0.0f, y.view()); });
     report("spmm (structure only)", f, t_str, 2.0 * nnz * f, csr_bytes + dense_bytes,
            csr_bytes + dense_bytes + gathers);
     Matrix w(f, f);
     fill_random(w, 4);
-    const double t_gemm = best_seconds(reps, [&] {
-      kernels::gemm(dev, false, false, 1.0f, x.view(), w.view(), 0.0f, y.view());
-    });
+    const double t_gemm = best_seconds(
+        reps, [&] { kernels::gemm(dev, false, false, 1.0f, x.view(), w.view(), 0.0f, y.view()); });
     report("gemm n x F . F x F", f, t_gemm, 2.0 * n * f * f, dense_bytes + 4.0 * f * f,
            dense_bytes + 4.0 * f * f);
   }

@@ -40,10 +40,10 @@ class Stopwatch {
 
 void print_report(const Dataset& ds, const PartitionConfig& cfg, const PartitionReport& r,
                   const Json& manifest, const std::string& out) {
-  std::printf("%s: %s (%lld nodes, %lld edges, %lld features) -> %d parts, %s", kTool,
+  std::printf("%s: %s (%lld nodes, %lld edges, %lld features) -> %d part%s, %s", kTool,
               ds.name.c_str(), static_cast<long long>(r.num_nodes),
               static_cast<long long>(r.num_edges), static_cast<long long>(ds.num_features()),
-              r.num_parts, to_string(cfg.method).c_str());
+              r.num_parts, r.num_parts == 1 ? "" : "s", to_string(cfg.method).c_str());
   if (cfg.method == PartitionConfig::Method::metis && cfg.parts > 1)
     std::printf("/%s", to_string(cfg.objective).c_str());
   std::printf(", seed %llu\n", static_cast<unsigned long long>(cfg.seed));

@@ -4,11 +4,15 @@
 #include <mpi.h>
 
 #include <boost/program_options.hpp>
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
 
+#include "comm/emulated_link.hpp"
 #include "comm/mpi_env.hpp"
 #include "comm/transport.hpp"
 #include "core/device.hpp"
@@ -68,7 +72,14 @@ Cli parse_cli(int argc, char** argv) {
       ("codec-backward", po::value(&c.codec_backward), "backward codec, or a comma list per layer")
       ("compress-layer0", po::bool_switch(&c.compress_layer0),
        "use the layer-0 forward codec for the one-time feature exchange (default: exact)")
-      ("exchange", po::value(&exchange)->default_value("sync"), "sync | pipelined");
+      ("exchange", po::value(&exchange)->default_value("sync"),
+       "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1)")
+      ("staleness-bound", po::value(&c.staleness_bound)->default_value(0),
+       "pipelined: one synchronous epoch every N epochs (0: only the first)")
+      ("smoothing", po::value(&c.smoothing)->default_value(0.0f),
+       "pipelined: moving-average gamma for stale halo rows and gradients (0: off)")
+      ("emulate-link", po::value(&c.emulate_link),
+       "GBPS[,LATENCY_US]: emulate a cluster link of this bandwidth and latency");
   po::options_description all;
   all.add(general).add(model_opts).add(comm_opts);
 
@@ -98,6 +109,10 @@ Cli parse_cli(int argc, char** argv) {
   GNN_CHECK_CONFIG(cli.device == "auto" || cli.device == "cpu" || cli.device == "cuda",
                    "unknown --device '", cli.device, "' (choose from: cpu, cuda, auto)");
   GNN_CHECK_CONFIG(c.epochs >= 0, "--epochs must be non-negative");
+  if (!c.emulate_link.empty()) parse_link_model(c.emulate_link);  // validate early
+  GNN_CHECK_CONFIG(c.exchange == ExchangeMode::pipelined ||
+                       (c.staleness_bound == 0 && c.smoothing == 0),
+                   "--staleness-bound and --smoothing need --exchange pipelined");
   return cli;
 }
 
@@ -149,8 +164,10 @@ std::string progress_line(const EpochMetrics& m, bool multilabel) {
                 "%.3f) | %.2f MB sent%s",
                 static_cast<long long>(m.epoch), m.loss, metric, m.train_score, eval.c_str(),
                 m.epoch_s, m.compute_s, m.comm_s, m.codec_s, m.bytes_sent / 1e6,
-                m.synchronous ? "" : " | pipelined");
-  return buf;
+                m.synchronous ? "" : " | pipelined, halo age <= ");
+  std::string line = buf;
+  if (!m.synchronous) line += std::to_string(m.max_staleness);
+  return line;
 }
 
 }  // namespace
@@ -165,16 +182,34 @@ int main(int argc, char** argv) {
       if (rank == 0) std::cout << (cli.help ? cli.help_text : cli.cfg.to_json().dump(2) + "\n");
       return 0;
     }
+    // Collectives stay outside the fallible steps: a rank that throws must not skip one.
+    const Rank node_rank = local_rank();
     LocalPartition part;
     DevicePtr dev;
+    startup_step([&] { part = read_local_partition(cli.cfg.partition_dir, rank, size); });
+    startup_step([&] { dev = pick_device(cli.device, node_rank); });
     startup_step([&] {
-      part = read_local_partition(cli.cfg.partition_dir, rank, size);
-      dev = pick_device(cli.device, local_rank());
+      // Fail now, not after the last epoch, if the metrics file cannot be written.
+      if (rank != 0 || cli.cfg.metrics_path.empty()) return;
+      const std::filesystem::path p(cli.cfg.metrics_path);
+      const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+      if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
+        throw InputError(cli.cfg.metrics_path, "cannot write here (directory " + dir.string() +
+                                                   " is missing or not writable)");
     });
-    auto transport = make_mpi_transport(MPI_COMM_WORLD);
+    auto mpi_transport = make_mpi_transport(MPI_COMM_WORLD);
+    std::unique_ptr<Transport> emulated;
+    if (!cli.cfg.emulate_link.empty())
+      emulated = make_emulated_link(*mpi_transport, parse_link_model(cli.cfg.emulate_link));
+    Transport* transport = emulated ? emulated.get() : mpi_transport.get();
     if (rank == 0 && !cli.cfg.quiet)
       std::cout << "halognn-train: " << size << " rank(s), model " << to_string(cli.cfg.model)
-                << ", device " << dev->name() << ", partition " << cli.cfg.partition_dir << "\n";
+                << ", device " << dev->name() << ", partition " << cli.cfg.partition_dir
+                << ", exchange " << to_string(cli.cfg.exchange)
+                << (cli.cfg.emulate_link.empty()
+                        ? std::string()
+                        : ", EMULATED link " + cli.cfg.emulate_link + " (Gb/s[,us])")
+                << "\n";
     std::unique_ptr<Trainer> trainer;
     startup_step([&] {
       trainer = std::make_unique<Trainer>(cli.cfg, std::move(part), *transport, dev);
@@ -184,7 +219,10 @@ int main(int argc, char** argv) {
     Json lines = Json::array();
     const FinalMetrics final = trainer->run([&](const EpochMetrics& m) {
       if (rank != 0) return;
-      if (!cli.cfg.quiet) std::cout << progress_line(m, multilabel) << std::endl;
+      if (!cli.cfg.quiet)
+        std::cout << progress_line(m, multilabel)
+                  << (cli.cfg.emulate_link.empty() ? "" : " | emulated link " + cli.cfg.emulate_link)
+                  << std::endl;
       if (!cli.cfg.metrics_path.empty()) lines.push_back(m.to_json());
     });
     if (rank == 0) {

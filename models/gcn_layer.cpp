@@ -11,8 +11,8 @@ class GcnLayer final : public Layer {
  public:
   GcnLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
       : cfg_(cfg),
-        weight_(make_parameter("layer" + std::to_string(layer) + ".weight", cfg.in_dim,
-                               cfg.out_dim, cfg.in_dim, cfg.out_dim, seed, layer, 0, false)),
+        weight_(make_parameter("layer" + std::to_string(layer) + ".weight", cfg.in_dim, cfg.out_dim,
+                               cfg.in_dim, cfg.out_dim, seed, layer, 0, false)),
         bias_(make_parameter("layer" + std::to_string(layer) + ".bias", 1, cfg.out_dim, 0, 0, seed,
                              layer, 1, true)),
         // Aggregating first moves in_dim-wide rows through the SpMM and multiplies only owned
@@ -33,7 +33,8 @@ class GcnLayer final : public Layer {
     place_parameter(bias_, dev_);
     const std::vector<float> degree = g.degree.to_host();
     std::vector<float> inv_sqrt(degree.size());
-    for (std::size_t i = 0; i < degree.size(); ++i) inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
+    for (std::size_t i = 0; i < degree.size(); ++i)
+      inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
     op_ = build_graph_operator(g, /*self_loops=*/true, [&](LocalId v, LocalId u) {
       // Â_vu = 1/sqrt((d_v+1)(d_u+1)); on the diagonal that is 1/(d_v+1).
       return v == u ? 1.0f / (degree[v] + 1.0f) : inv_sqrt[v] * inv_sqrt[u];
@@ -85,7 +86,7 @@ class GcnLayer final : public Layer {
   bool aggregate_first_;
   DevicePtr dev_;
   GraphOperator op_;
-  Matrix saved_;    ///< Â x (aggregate first) or x (transform first)
+  Matrix saved_;  ///< Â x (aggregate first) or x (transform first)
   Matrix scratch_;
 };
 

@@ -20,9 +20,12 @@ std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
                    ": dimensions must be positive (in ", cfg.in_dim, ", out ", cfg.out_dim, ")");
   GNN_CHECK_CONFIG(cfg.heads >= 1, "layer ", layer_index, ": heads must be at least 1");
   switch (cfg.kind) {
-    case ModelKind::gcn: return detail::make_gcn_layer(cfg, seed, layer_index);
-    case ModelKind::sage: return detail::make_sage_layer(cfg, seed, layer_index);
-    case ModelKind::gat: return detail::make_gat_layer(cfg, seed, layer_index);
+    case ModelKind::gcn:
+      return detail::make_gcn_layer(cfg, seed, layer_index);
+    case ModelKind::sage:
+      return detail::make_sage_layer(cfg, seed, layer_index);
+    case ModelKind::gat:
+      return detail::make_gat_layer(cfg, seed, layer_index);
   }
   throw ConfigError("unknown model kind");
 }

@@ -18,12 +18,13 @@ inline Parameter make_parameter(std::string name, std::int64_t rows, std::int64_
                                 std::int32_t layer, std::uint64_t param_index, bool zero) {
   Parameter p{std::move(name), Matrix(rows, cols), Matrix(rows, cols)};
   if (zero) return p;
-  const CounterRng rng(RngKey{seed, RngPurpose::init_weights, static_cast<std::uint64_t>(layer),
-                              param_index});
+  const CounterRng rng(
+      RngKey{seed, RngPurpose::init_weights, static_cast<std::uint64_t>(layer), param_index});
   const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t j = 0; j < cols; ++j) {
-      const double u = rng.uniform_double(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
+      const double u =
+          rng.uniform_double(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
       p.value(i, j) = static_cast<float>((2.0 * u - 1.0) * limit);
     }
   }
@@ -55,8 +56,8 @@ inline void check_forward_shapes(const char* layer, const LocalGraph& g, ConstDe
 
 inline void check_backward_shapes(const char* layer, const LocalGraph& g, ConstDenseView gy,
                                   DenseView gx, std::int64_t in_dim, std::int64_t out_dim) {
-  GNN_ASSERT(gy.rows == g.num_owned && gy.cols == out_dim, layer, ": gy is ", gy.rows, "x",
-             gy.cols, ", expected ", g.num_owned, "x", out_dim);
+  GNN_ASSERT(gy.rows == g.num_owned && gy.cols == out_dim, layer, ": gy is ", gy.rows, "x", gy.cols,
+             ", expected ", g.num_owned, "x", out_dim);
   GNN_ASSERT(gx.data == nullptr || (gx.rows == g.num_local() && gx.cols == in_dim), layer,
              ": gx is ", gx.rows, "x", gx.cols, ", expected ", g.num_local(), "x", in_dim);
 }

@@ -101,7 +101,8 @@ GraphOperator build_graph_operator(const LocalGraph& g, bool self_loops,
   std::vector<float> t_val;
   if (weight) {
     t_val.resize(val.size());
-    for (std::size_t k = 0; k < t_to_a.size(); ++k) t_val[k] = val[static_cast<std::size_t>(t_to_a[k])];
+    for (std::size_t k = 0; k < t_to_a.size(); ++k)
+      t_val[k] = val[static_cast<std::size_t>(t_to_a[k])];
   }
   GraphOperator op;
   op.a = CsrMatrix(rows, cols, ptr, c, val, g.dev);

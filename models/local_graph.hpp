@@ -14,10 +14,10 @@ namespace halognn {
 struct LocalGraph {
   DevicePtr dev;
   LocalId num_owned = 0, num_halo = 0;
-  CsrMatrix adj;       ///< num_owned x num_local, structure only (no values), no self-loops
-  CsrMatrix adj_t;     ///< its transpose (num_local x num_owned), for backward passes
-  Buffer<float> degree;          ///< num_local: global degree (self-loops excluded)
-  Buffer<GlobalId> global_ids;   ///< num_local
+  CsrMatrix adj;         ///< num_owned x num_local, structure only (no values), no self-loops
+  CsrMatrix adj_t;       ///< its transpose (num_local x num_owned), for backward passes
+  Buffer<float> degree;  ///< num_local: global degree (self-loops excluded)
+  Buffer<GlobalId> global_ids;  ///< num_local
   LocalId num_local() const { return num_owned + num_halo; }
   /// Validates the partition's adjacency (sizes, column range) and copies it to `dev`.
   static LocalGraph build(const LocalPartition& part, DevicePtr dev);

@@ -20,9 +20,9 @@ class OptimizerBase : public Optimizer {
     GNN_CHECK_CONFIG(cfg.weight_decay >= 0, "weight decay must be non-negative, got ",
                      cfg.weight_decay);
     for (const Parameter* p : params_) {
-      GNN_ASSERT(p->value.device_ptr().get() == dev_.get() &&
-                     p->grad.device_ptr().get() == dev_.get(),
-                 "parameter ", p->name, " is not on the optimiser's device (call prepare first)");
+      GNN_ASSERT(
+          p->value.device_ptr().get() == dev_.get() && p->grad.device_ptr().get() == dev_.get(),
+          "parameter ", p->name, " is not on the optimiser's device (call prepare first)");
       GNN_ASSERT(p->grad.rows() == p->value.rows() && p->grad.cols() == p->value.cols(),
                  "parameter ", p->name, " has a gradient of another shape");
       decay_.push_back(is_bias(*p) && !cfg.decay_biases ? 0.0f : cfg.weight_decay);
@@ -80,7 +80,8 @@ class Sgd final : public OptimizerBase {
     GNN_CHECK_CONFIG(cfg.momentum >= 0 && cfg.momentum < 1, "momentum must be in [0, 1), got ",
                      cfg.momentum);
     if (cfg.momentum > 0) {
-      for (const Parameter* p : params_) momentum_.emplace_back(p->value.rows(), p->value.cols(), dev_);
+      for (const Parameter* p : params_)
+        momentum_.emplace_back(p->value.rows(), p->value.cols(), dev_);
     }
   }
   void step() override {
@@ -99,8 +100,8 @@ class Sgd final : public OptimizerBase {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, std::vector<Parameter*> params,
-                                          DevicePtr dev) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
+                                          std::vector<Parameter*> params, DevicePtr dev) {
   GNN_ASSERT(dev, "make_optimizer: no device");
   if (cfg.kind == OptimizerConfig::Kind::sgd) {
     return std::make_unique<Sgd>(cfg, std::move(params), std::move(dev));

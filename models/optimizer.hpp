@@ -20,8 +20,8 @@ struct OptimizerConfig {
   float weight_decay = 0.0f;
   bool decay_biases = false;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  ///< Adam
-  bool decoupled = false;                             ///< Adam: AdamW-style decay
-  float momentum = 0.0f;                              ///< SGD
+  bool decoupled = false;                           ///< Adam: AdamW-style decay
+  float momentum = 0.0f;                            ///< SGD
 };
 
 class Optimizer {
@@ -39,7 +39,7 @@ class Optimizer {
 
 /// The state (moments, momentum) lives on `dev`, where the parameters must already be (layers
 /// move them there in prepare()).
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, std::vector<Parameter*> params,
-                                          DevicePtr dev);
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
+                                          std::vector<Parameter*> params, DevicePtr dev);
 
 }  // namespace halognn

@@ -10,9 +10,7 @@ void gemm(bool, bool, float, ConstDenseView, ConstDenseView, float, DenseView) {
   throw NotCompiled("kernel gemm on CUDA");
 }
 
-void spmm(CsrView, ConstDenseView, float, DenseView) {
-  throw NotCompiled("kernel spmm on CUDA");
-}
+void spmm(CsrView, ConstDenseView, float, DenseView) { throw NotCompiled("kernel spmm on CUDA"); }
 
 void spmm_transpose(CsrView, ConstDenseView, float, DenseView) {
   throw NotCompiled("kernel spmm_transpose on CUDA");
@@ -26,37 +24,23 @@ void scatter_add_rows(ConstDenseView, const LocalId*, DenseView) {
   throw NotCompiled("kernel scatter_add_rows on CUDA");
 }
 
-void copy(ConstDenseView, DenseView) {
-  throw NotCompiled("kernel copy on CUDA");
-}
+void copy(ConstDenseView, DenseView) { throw NotCompiled("kernel copy on CUDA"); }
 
-void fill(DenseView, float) {
-  throw NotCompiled("kernel fill on CUDA");
-}
+void fill(DenseView, float) { throw NotCompiled("kernel fill on CUDA"); }
 
-void axpy(float, ConstDenseView, DenseView) {
-  throw NotCompiled("kernel axpy on CUDA");
-}
+void axpy(float, ConstDenseView, DenseView) { throw NotCompiled("kernel axpy on CUDA"); }
 
 void axpby(std::int64_t, float, const float*, float, float*) {
   throw NotCompiled("kernel axpby on CUDA");
 }
 
-void scale_rows(const float*, DenseView) {
-  throw NotCompiled("kernel scale_rows on CUDA");
-}
+void scale_rows(const float*, DenseView) { throw NotCompiled("kernel scale_rows on CUDA"); }
 
-void add_row_vector(const float*, DenseView) {
-  throw NotCompiled("kernel add_row_vector on CUDA");
-}
+void add_row_vector(const float*, DenseView) { throw NotCompiled("kernel add_row_vector on CUDA"); }
 
-void column_sum(ConstDenseView, float, float*) {
-  throw NotCompiled("kernel column_sum on CUDA");
-}
+void column_sum(ConstDenseView, float, float*) { throw NotCompiled("kernel column_sum on CUDA"); }
 
-void relu_forward(ConstDenseView, DenseView) {
-  throw NotCompiled("kernel relu_forward on CUDA");
-}
+void relu_forward(ConstDenseView, DenseView) { throw NotCompiled("kernel relu_forward on CUDA"); }
 
 void relu_backward(ConstDenseView, ConstDenseView, DenseView) {
   throw NotCompiled("kernel relu_backward on CUDA");

@@ -92,8 +92,8 @@ void dropout_backward(const Device& dev, const RngKey& key, const GlobalId* row_
 
 double softmax_cross_entropy(const Device& dev, ConstDenseView logits, const std::int32_t* labels,
                              const std::uint8_t* mask, float scale, DenseView grad) {
-  if (dev.kind() == DeviceKind::cuda) return cuda::softmax_cross_entropy(logits, labels, mask,
-    scale, grad);
+  if (dev.kind() == DeviceKind::cuda)
+    return cuda::softmax_cross_entropy(logits, labels, mask, scale, grad);
   return reference::softmax_cross_entropy(logits, labels, mask, scale, grad);
 }
 
@@ -123,8 +123,8 @@ void adam_step(const Device& dev, std::int64_t n, float* w, const float* g, floa
 
 void sgd_step(const Device& dev, std::int64_t n, float* w, const float* g, float* mom, float lr,
               float momentum, float weight_decay) {
-  if (dev.kind() == DeviceKind::cuda) return cuda::sgd_step(n, w, g, mom, lr, momentum,
-    weight_decay);
+  if (dev.kind() == DeviceKind::cuda)
+    return cuda::sgd_step(n, w, g, mom, lr, momentum, weight_decay);
   return reference::sgd_step(n, w, g, mom, lr, momentum, weight_decay);
 }
 
@@ -152,8 +152,8 @@ void head_mean_backward(const Device& dev, ConstDenseView gy, std::int32_t heads
 void gat_aggregate(const Device& dev, CsrView a, ConstDenseView z, const float* s_dst,
                    const float* s_src, std::int32_t heads, float negative_slope, float* alpha,
                    DenseView y) {
-  if (dev.kind() == DeviceKind::cuda) return cuda::gat_aggregate(a, z, s_dst, s_src, heads,
-    negative_slope, alpha, y);
+  if (dev.kind() == DeviceKind::cuda)
+    return cuda::gat_aggregate(a, z, s_dst, s_src, heads, negative_slope, alpha, y);
   return reference::gat_aggregate(a, z, s_dst, s_src, heads, negative_slope, alpha, y);
 }
 
@@ -162,10 +162,11 @@ void gat_aggregate_backward(const Device& dev, CsrView a, CsrView a_t, const std
                             std::int32_t heads, float negative_slope, const float* alpha,
                             ConstDenseView gy, float* edge_grad, float* gs_dst, float* gs_src,
                             DenseView gz) {
-  if (dev.kind() == DeviceKind::cuda) return cuda::gat_aggregate_backward(a, a_t, t_to_a, z, s_dst,
-    s_src, heads, negative_slope, alpha, gy, edge_grad, gs_dst, gs_src, gz);
+  if (dev.kind() == DeviceKind::cuda)
+    return cuda::gat_aggregate_backward(a, a_t, t_to_a, z, s_dst, s_src, heads, negative_slope,
+                                        alpha, gy, edge_grad, gs_dst, gs_src, gz);
   return reference::gat_aggregate_backward(a, a_t, t_to_a, z, s_dst, s_src, heads, negative_slope,
-    alpha, gy, edge_grad, gs_dst, gs_src, gz);
+                                           alpha, gy, edge_grad, gs_dst, gs_src, gz);
 }
 
 }  // namespace halognn::kernels

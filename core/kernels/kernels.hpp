@@ -122,7 +122,7 @@ void head_mean_backward(const Device& dev, ConstDenseView gy, std::int32_t heads
 /// Attention-weighted aggregation over the entries of a (rows x cols; the caller includes the
 /// self-loops). For entry k = (v, u) and head h: e = LeakyReLU(s_dst[v, h] + s_src[u, h]),
 /// alpha[k, h] = m_k exp(e) / sum over v's entries of m exp(e), where m_k = a.val[k] (a
-/// multiplicity; 1 when val == nullptr), and y[v, h-block] = sum_k alpha[k, h] z[u, h-block].
+/// multiplicity, > 0; 1 when val == nullptr), and y[v, h-block] = sum_k alpha[k, h] z[u, h-block].
 /// alpha: nnz x heads (written, kept for the backward); y: rows x z.cols, overwritten (a row
 /// without entries gets zeros). z: cols x (heads*F); s_dst: rows x heads; s_src: cols x heads.
 void gat_aggregate(const Device& dev, CsrView a, ConstDenseView z, const float* s_dst,

@@ -53,6 +53,7 @@ Json TrainConfig::to_json() const {
   j.set("exchange", to_string(exchange));
   j.set("staleness_bound", staleness_bound);
   j.set("smoothing", smoothing);
+  j.set("emulate_link", emulate_link.empty() ? Json() : Json(emulate_link));
   return j;
 }
 

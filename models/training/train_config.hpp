@@ -46,6 +46,9 @@ struct TrainConfig {
   ExchangeMode exchange = ExchangeMode::sync;
   int staleness_bound = 0;     ///< pipelined: one synchronous epoch every N epochs (0 = never)
   float smoothing = 0.0f;      ///< pipelined: moving-average gamma for stale rows (0 = off)
+  /// "GBPS[,LATENCY_US]" when the transport emulates a cluster link (comm/emulated_link.hpp);
+  /// empty for the real transport. Recorded so metrics say the timings are emulated.
+  std::string emulate_link;
 
   Json to_json() const;
 };

@@ -77,9 +77,22 @@ class Trainer {
 
  private:
   void exchange_features_once();
+  /// Whether epoch `t` exchanges synchronously (always in sync mode; in pipelined mode the first
+  /// epoch, which has no history, and every staleness_bound-th epoch).
+  bool synchronous_epoch(std::int64_t t) const;
   void forward(std::int64_t epoch, bool training);
   double loss_and_grad();
   void backward(std::int64_t epoch);
+  /// Pipelined forward of layer l >= 1: installs the rows that arrived from the previous epoch's
+  /// exchange into x_[l]'s halo rows and posts this epoch's exchange.
+  void pipelined_forward_exchange(int l, std::int64_t epoch);
+  /// Pipelined backward of layer l >= 1: adds the halo gradients that arrived from the previous
+  /// epoch into the owned rows of `gx` and posts this epoch's halo gradients.
+  void pipelined_backward_exchange(int l, std::int64_t epoch, DenseView gx);
+  /// Completes (and drops) whatever is still in flight, e.g. before a synchronous epoch.
+  void drain(int l);
+  /// Progresses in-flight exchanges (test-polling between kernels).
+  void poll();
   void all_reduce_gradients();
   std::array<std::int64_t, 9> score_counts(bool eval_all) const;
   static SplitScores scores_from_counts(const std::array<std::int64_t, 9>& c, bool multilabel);
@@ -100,6 +113,19 @@ class Trainer {
   std::vector<Matrix> x_;    ///< layer inputs, num_local x in_dim(l)
   std::vector<Matrix> xd_;   ///< after dropout (empty when dropout == 0)
   std::vector<Matrix> gx_;   ///< gradients w.r.t. layer inputs
+  std::vector<Matrix> xe_;   ///< evaluation inputs in pipelined mode (keeps x_'s stale halo rows)
+
+  // Pipelined mode, per layer (entries for layer 0 unused: its halo rows never change).
+  std::vector<Matrix> halo_next_;    ///< where this epoch's forward exchange decodes to
+  std::vector<Matrix> grad_next_;    ///< where this epoch's backward exchange adds into
+  std::vector<Matrix> grad_smooth_;  ///< moving average of received gradients (smoothing > 0)
+  std::vector<Request> fwd_inflight_, bwd_inflight_;
+  /// Posted exchanges whose data has not been consumed yet (a request completed by poll() is no
+  /// longer pending, but its rows still wait in halo_next_ / grad_next_).
+  std::vector<bool> fwd_unconsumed_, bwd_unconsumed_;
+  std::vector<std::int64_t> fwd_posted_epoch_;  ///< epoch whose rows fwd_inflight_ carries
+  std::vector<std::int64_t> halo_epoch_;        ///< epoch whose rows x_[l]'s halo holds
+  int epoch_max_age_ = 0;
   Matrix logits_, glogits_;
   Buffer<std::int32_t> labels_;
   Buffer<std::uint8_t> label_matrix_, train_mask_;

@@ -1,9 +1,9 @@
 // GEMM, SpMM and transposed SpMM against naive double-precision loops.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <tuple>
-
-#include <gtest/gtest.h>
 
 #include "core/kernels/kernels.hpp"
 #include "test/kernels/kernel_test_util.hpp"
@@ -36,7 +36,8 @@ TEST_P(GemmShapes, MatchesNaiveLoopForEveryTranspositionAndBeta) {
     for (int j = 0; j < n; ++j) {
       double s = 0.0;
       for (int t = 0; t < k; ++t) s += double(ta ? a(t, i) : a(i, t)) * (tb ? b(j, t) : b(t, j));
-      want[static_cast<std::size_t>(i * n + j)] = alpha * s + (beta == 0.0f ? 0.0 : beta * y0(i, j));
+      want[static_cast<std::size_t>(i * n + j)] =
+          alpha * s + (beta == 0.0f ? 0.0 : beta * y0(i, j));
     }
   }
   expect_near_all(y.host(), want, kTol);
@@ -50,12 +51,12 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(true, true, 7, 5, 3, 0.0f),
                       std::make_tuple(false, false, 33, 65, 17, 0.0f),
                       std::make_tuple(true, false, 64, 129, 31, 1.0f),
-                      std::make_tuple(false, false, 0, 4, 3, 0.0f),   // zero-row output
-                      std::make_tuple(false, false, 4, 0, 3, 0.0f),   // empty inner dimension
+                      std::make_tuple(false, false, 0, 4, 3, 0.0f),  // zero-row output
+                      std::make_tuple(false, false, 4, 0, 3, 0.0f),  // empty inner dimension
                       std::make_tuple(true, true, 4, 0, 3, 0.5f)));
 
-std::vector<double> naive_spmm(const test::HostCsr& a, const Matrix& x, bool transpose,
-                               float beta, const Matrix& y0) {
+std::vector<double> naive_spmm(const test::HostCsr& a, const Matrix& x, bool transpose, float beta,
+                               const Matrix& y0) {
   const std::int64_t out_rows = transpose ? a.cols : a.rows, f = x.cols();
   std::vector<double> out(static_cast<std::size_t>(out_rows * f), 0.0);
   for (std::int64_t i = 0; i < a.rows; ++i) {

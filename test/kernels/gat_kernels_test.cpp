@@ -1,10 +1,10 @@
 // Graph-attention kernels against a naive double-precision implementation; their backward
 // against central differences of that double implementation.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/kernels/kernels.hpp"
 #include "test/kernels/kernel_test_util.hpp"

@@ -1,10 +1,10 @@
 #pragma once
 // Shared helpers for the kernel tests: seeded random inputs and naive double-precision checks.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/buffer.hpp"
 #include "core/rng.hpp"
@@ -30,8 +30,8 @@ struct HostCsr {
   CsrMatrix to_device() const { return CsrMatrix(rows, cols, row_ptr, col, val); }
 };
 
-inline HostCsr random_csr(std::int64_t rows, std::int64_t cols, int max_per_row,
-                          bool with_values, std::uint64_t stream) {
+inline HostCsr random_csr(std::int64_t rows, std::int64_t cols, int max_per_row, bool with_values,
+                          std::uint64_t stream) {
   HostCsr a;
   a.rows = rows;
   a.cols = cols;

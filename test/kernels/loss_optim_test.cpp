@@ -1,9 +1,9 @@
 // Losses (values, gradients against finite differences, stability), prediction counts and
 // optimiser steps against hand computations.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/kernels/kernels.hpp"
 #include "test/kernels/kernel_test_util.hpp"
@@ -51,8 +51,8 @@ TEST(SoftmaxCrossEntropy, ValueAndGradientMatchNaiveLossAndFiniteDifferences) {
   }
   Matrix grad(40, 7);
   const float scale = 0.25f;
-  const double loss =
-      kernels::softmax_cross_entropy(cpu(), x.view(), labels.data(), mask.data(), scale, grad.view());
+  const double loss = kernels::softmax_cross_entropy(cpu(), x.view(), labels.data(), mask.data(),
+                                                     scale, grad.view());
   // The kernel shifts logits in float (one rounding of ~6e-8 relative per row, on values up to 6).
   EXPECT_NEAR(loss, naive_ce(x, labels, mask), 1e-6 * 40);
   // Central differences in double on the naive loss: its truncation error is O(h^2) ~ 1e-8, and
@@ -77,8 +77,8 @@ TEST(SoftmaxCrossEntropy, ValueAndGradientMatchNaiveLossAndFiniteDifferences) {
 }
 
 TEST(SoftmaxCrossEntropy, IsStableForHugeLogitsAndAcceptsANullMask) {
-  const Matrix x = Matrix::from_host(2, 3, std::vector<float>{1000.0f, 0.0f, -1000.0f,
-                                                              -5000.0f, 5000.0f, 0.0f});
+  const Matrix x =
+      Matrix::from_host(2, 3, std::vector<float>{1000.0f, 0.0f, -1000.0f, -5000.0f, 5000.0f, 0.0f});
   const std::vector<std::int32_t> labels{1, 1};
   Matrix grad(2, 3);
   const double loss =
@@ -93,9 +93,9 @@ TEST(SoftmaxCrossEntropy, RejectsALabelOutOfRange) {
   const Matrix x = random_matrix(2, 3, 2);
   const std::vector<std::int32_t> labels{0, 3};
   Matrix grad(2, 3);
-  EXPECT_THROW(kernels::softmax_cross_entropy(cpu(), x.view(), labels.data(), nullptr, 1.0f,
-                                              grad.view()),
-               Error);
+  EXPECT_THROW(
+      kernels::softmax_cross_entropy(cpu(), x.view(), labels.data(), nullptr, 1.0f, grad.view()),
+      Error);
 }
 
 TEST(SigmoidBce, ValueAndGradientMatchNaiveLossAndStayFiniteForHugeLogits) {
@@ -105,7 +105,8 @@ TEST(SigmoidBce, ValueAndGradientMatchNaiveLossAndStayFiniteForHugeLogits) {
   for (int i = 0; i < 150; ++i) t[i] = (i * 7) % 3 == 0;
   for (int i = 0; i < 30; ++i) mask[i] = i % 4 != 1;
   Matrix grad(30, 5);
-  const double loss = kernels::sigmoid_bce(cpu(), x.view(), t.data(), mask.data(), 2.0f, grad.view());
+  const double loss =
+      kernels::sigmoid_bce(cpu(), x.view(), t.data(), mask.data(), 2.0f, grad.view());
   EXPECT_NEAR(loss, naive_bce(x, t, mask), 1e-8);
   for (int i = 0; i < 30; ++i) {
     for (int j = 0; j < 5; ++j) {
@@ -124,10 +125,11 @@ TEST(SigmoidBce, ValueAndGradientMatchNaiveLossAndStayFiniteForHugeLogits) {
 }
 
 TEST(PredictionCounts, CountArgmaxHitsAndMultilabelConfusion) {
-  const Matrix x = Matrix::from_host(4, 3, std::vector<float>{0.1f, 0.9f, 0.0f,   // argmax 1
-                                                              2.0f, 2.0f, 1.0f,   // tie -> 0
-                                                              -1.f, -2.f, -0.5f,  // argmax 2
-                                                              5.0f, 0.0f, 0.0f});
+  const Matrix x = Matrix::from_host(4, 3,
+                                     std::vector<float>{0.1f, 0.9f, 0.0f,   // argmax 1
+                                                        2.0f, 2.0f, 1.0f,   // tie -> 0
+                                                        -1.f, -2.f, -0.5f,  // argmax 2
+                                                        5.0f, 0.0f, 0.0f});
   const std::vector<std::int32_t> labels{1, 1, 2, -1};
   const std::vector<std::uint8_t> mask{1, 1, 1, 1};
   const auto acc = kernels::count_correct(cpu(), x.view(), labels.data(), mask.data());

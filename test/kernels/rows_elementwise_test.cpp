@@ -1,9 +1,9 @@
 // Row movement, elementwise kernels, reductions and dropout against naive loops.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/kernels/kernels.hpp"
 #include "test/kernels/kernel_test_util.hpp"

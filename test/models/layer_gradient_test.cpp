@@ -1,11 +1,11 @@
 // Finite-difference checks of every layer's backward pass, w.r.t. the input (owned AND halo
 // rows) and every parameter, on a hand-built partition with halo rows and an isolated vertex.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "models/layer.hpp"
 #include "models/local_graph.hpp"
@@ -46,10 +46,12 @@ double min_attention_preactivation(Layer& layer, const LocalPartition& part, con
   };
   double best = 1e30;
   for (LocalId v = 0; v < part.num_owned; ++v) {
-    std::vector<LocalId> cols(part.col.begin() + part.row_ptr[v], part.col.begin() + part.row_ptr[v + 1]);
+    std::vector<LocalId> cols(part.col.begin() + part.row_ptr[v],
+                              part.col.begin() + part.row_ptr[v + 1]);
     cols.push_back(v);
     for (int h = 0; h < cfg.heads; ++h) {
-      for (LocalId u : cols) best = std::min(best, std::abs(score(v, a_dst, h) + score(u, a_src, h)));
+      for (LocalId u : cols)
+        best = std::min(best, std::abs(score(v, a_dst, h) + score(u, a_src, h)));
     }
   }
   return best;

@@ -1,10 +1,10 @@
 // A layer applied per partition, with halo rows filled from the owners, equals the layer on the
 // whole graph; its backward, with halo gradients summed into their owners, equals the whole-graph
 // backward (DESIGN.md "The halo exchange as one operator").
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "models/layer.hpp"
 #include "models/local_graph.hpp"
@@ -15,8 +15,8 @@ namespace halognn {
 namespace {
 
 struct Result {
-  Matrix y;                       ///< per global vertex
-  Matrix gx;                      ///< per global vertex, halo contributions summed into owners
+  Matrix y;   ///< per global vertex
+  Matrix gx;  ///< per global vertex, halo contributions summed into owners
   std::vector<std::vector<float>> grads;  ///< parameter gradients, summed over parts
 };
 

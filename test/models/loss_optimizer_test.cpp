@@ -1,8 +1,8 @@
 // Loss wrappers, score counts and the optimisers.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "models/loss.hpp"
 #include "models/optimizer.hpp"
@@ -30,10 +30,12 @@ TEST(Loss, SingleAndMultiLabelGradientsMatchFiniteDifferences) {
       const float orig = x.host()[i];
       x.host()[i] = orig + 1e-2f;
       const double up = double(x.host()[i]) - orig;
-      const double lp = loss_and_grad(*cpu_device(), t, x.view(), mask.data(), 0.5f, scratch.view());
+      const double lp =
+          loss_and_grad(*cpu_device(), t, x.view(), mask.data(), 0.5f, scratch.view());
       x.host()[i] = orig - 1e-2f;
       const double down = orig - double(x.host()[i]);
-      const double lm = loss_and_grad(*cpu_device(), t, x.view(), mask.data(), 0.5f, scratch.view());
+      const double lm =
+          loss_and_grad(*cpu_device(), t, x.view(), mask.data(), 0.5f, scratch.view());
       x.host()[i] = orig;
       EXPECT_NEAR(grad.host()[i], 0.5 * (lp - lm) / (up + down), 1e-4) << multilabel << " " << i;
     }
@@ -44,12 +46,12 @@ TEST(Loss, ScoreCountsSumAcrossRanksAndGiveAccuracyAndMicroF1) {
   const Matrix logits = Matrix::from_host(3, 2, std::vector<float>{1, 0, 0, 1, 2, -1});
   const std::vector<std::int32_t> labels{0, 0, 0};
   const std::vector<std::uint8_t> targets{1, 0, 1, 1, 0, 0};
-  const auto single = count_scores(*cpu_device(), {false, labels.data(), nullptr}, logits.view(),
-                                   nullptr);
+  const auto single =
+      count_scores(*cpu_device(), {false, labels.data(), nullptr}, logits.view(), nullptr);
   EXPECT_EQ(single.correct, 2);
   EXPECT_EQ(single.total, 3);
-  const auto multi = count_scores(*cpu_device(), {true, nullptr, targets.data()}, logits.view(),
-                                  nullptr);
+  const auto multi =
+      count_scores(*cpu_device(), {true, nullptr, targets.data()}, logits.view(), nullptr);
   EXPECT_EQ(multi.true_pos, 2);   // (0,0), (1,1)
   EXPECT_EQ(multi.false_pos, 1);  // (2,0)
   EXPECT_EQ(multi.false_neg, 1);  // (1,0)

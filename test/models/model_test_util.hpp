@@ -52,7 +52,8 @@ inline LocalPartition make_partition(const SmallGraph& g, std::vector<GlobalId> 
   p.global_ids = owned;
   p.global_ids.insert(p.global_ids.end(), halo_set.begin(), halo_set.end());
   std::vector<LocalId> local(static_cast<std::size_t>(g.size()), -1);
-  for (std::size_t i = 0; i < p.global_ids.size(); ++i) local[p.global_ids[i]] = static_cast<LocalId>(i);
+  for (std::size_t i = 0; i < p.global_ids.size(); ++i)
+    local[p.global_ids[i]] = static_cast<LocalId>(i);
   p.row_ptr.push_back(0);
   for (GlobalId v : owned) {
     std::vector<LocalId> cols;
@@ -61,7 +62,8 @@ inline LocalPartition make_partition(const SmallGraph& g, std::vector<GlobalId> 
     p.col.insert(p.col.end(), cols.begin(), cols.end());
     p.row_ptr.push_back(static_cast<std::int32_t>(p.col.size()));
   }
-  for (GlobalId v : p.global_ids) p.global_degree.push_back(static_cast<std::int64_t>(g.adj[v].size()));
+  for (GlobalId v : p.global_ids)
+    p.global_degree.push_back(static_cast<std::int64_t>(g.adj[v].size()));
   return p;
 }
 

@@ -1,8 +1,8 @@
 // End-to-end, single process: a 2-layer GCN trained with Adam on a planted-partition graph (the
 // layers, ReLU, loss, backward and optimiser together) learns the planted classes.
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "core/kernels/kernels.hpp"
 #include "models/layer.hpp"

@@ -27,20 +27,26 @@ void gemm(bool trans_a, bool trans_b, float alpha, ConstDenseView a, ConstDenseV
           DenseView y) {
   const std::int64_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
   const std::int64_t kb = trans_b ? b.cols : b.rows, n = trans_b ? b.rows : b.cols;
-  GNN_ASSERT(k == kb && y.rows == m && y.cols == n, "gemm: shapes do not match (op(a) ", m, "x",
-             k, ", op(b) ", kb, "x", n, ", y ", y.rows, "x", y.cols, ")");
+  GNN_ASSERT(k == kb && y.rows == m && y.cols == n, "gemm: shapes do not match (op(a) ", m, "x", k,
+             ", op(b) ", kb, "x", n, ", y ", y.rows, "x", y.cols, ")");
   if (m == 0 || n == 0) return;
   Map ym(y.data, m, n);
   if (k == 0) {  // an empty sum: only the beta term remains
-    if (beta == 0.0f) ym.setZero();
-    else ym *= beta;
+    if (beta == 0.0f)
+      ym.setZero();
+    else
+      ym *= beta;
     return;
   }
   const ConstMap am(a.data, a.rows, a.cols), bm(b.data, b.rows, b.cols);
-  if (!trans_a && !trans_b) product(alpha, am, bm, beta, ym);
-  else if (!trans_a) product(alpha, am, bm.transpose(), beta, ym);
-  else if (!trans_b) product(alpha, am.transpose(), bm, beta, ym);
-  else product(alpha, am.transpose(), bm.transpose(), beta, ym);
+  if (!trans_a && !trans_b)
+    product(alpha, am, bm, beta, ym);
+  else if (!trans_a)
+    product(alpha, am, bm.transpose(), beta, ym);
+  else if (!trans_b)
+    product(alpha, am.transpose(), bm, beta, ym);
+  else
+    product(alpha, am.transpose(), bm.transpose(), beta, ym);
 }
 
 }  // namespace halognn::kernels::reference

@@ -1,8 +1,8 @@
 // Elementwise kernels, reductions and dropout.
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
-
-#include <omp.h>
 
 #include "core/kernels/reference/reference_kernels.hpp"
 

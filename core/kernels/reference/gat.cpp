@@ -1,9 +1,9 @@
 // Graph-attention kernels: per-head scores, edge softmax + aggregation, and their backward.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include <omp.h>
 
 #include "core/kernels/reference/reference_kernels.hpp"
 

@@ -28,8 +28,8 @@ void add_row(const float* __restrict src, float* __restrict dst, std::int64_t n)
 }  // namespace
 
 void scatter_add_rows(ConstDenseView src, const LocalId* idx, DenseView dst) {
-  GNN_ASSERT(src.cols == dst.cols, "scatter_add_rows: widths differ (", src.cols, " vs ",
-             dst.cols, ")");
+  GNN_ASSERT(src.cols == dst.cols, "scatter_add_rows: widths differ (", src.cols, " vs ", dst.cols,
+             ")");
   const std::int64_t n = src.rows, f = src.cols;
   if (n == 0 || f == 0) return;
   // Plans usually list their rows in ascending order; then every destination is distinct and
@@ -59,7 +59,8 @@ void scatter_add_rows(ConstDenseView src, const LocalId* idx, DenseView dst) {
 #pragma omp parallel for schedule(dynamic, 64)
   for (std::int64_t r = 0; r < runs; ++r) {
     float* out = dst.row(idx[order[run_start[r]]]);
-    for (std::int64_t k = run_start[r]; k < run_start[r + 1]; ++k) add_row(src.row(order[k]), out, f);
+    for (std::int64_t k = run_start[r]; k < run_start[r + 1]; ++k)
+      add_row(src.row(order[k]), out, f);
   }
 }
 

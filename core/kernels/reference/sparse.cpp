@@ -45,8 +45,10 @@ void spmm(CsrView a, ConstDenseView x, float beta, DenseView y) {
              "spmm: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x", x.cols,
              ", y ", y.rows, "x", y.cols, ")");
   if (a.rows == 0 || x.cols == 0) return;
-  if (a.val) spmm_rows<true>(a, x, beta, y);
-  else spmm_rows<false>(a, x, beta, y);
+  if (a.val)
+    spmm_rows<true>(a, x, beta, y);
+  else
+    spmm_rows<false>(a, x, beta, y);
 }
 
 void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {
@@ -71,8 +73,8 @@ void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {
       if (a.val) t_val[static_cast<std::size_t>(pos)] = a.val[k];
     }
   }
-  const CsrView t{a.cols, a.rows, a.nnz, t_ptr.data(), t_col.data(),
-                  a.val ? t_val.data() : nullptr};
+  const CsrView t{a.cols,       a.rows,       a.nnz,
+                  t_ptr.data(), t_col.data(), a.val ? t_val.data() : nullptr};
   spmm(t, x, beta, y);
 }
 
