@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/host_staging.hpp"
 #include "core/error.hpp"
 #include "core/kernels/kernels.hpp"
 
@@ -179,12 +180,15 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
     }
   }
 
-  // Open MPI is not CUDA-aware here: device bytes travel through host staging buffers.
+  // Open MPI is not CUDA-aware here: device bytes travel through (page-locked) host staging
+  // buffers, unless the transport takes device memory itself (NCCL).
   std::byte* send_base = ws->send_bytes.data();
   std::byte* recv_base = ws->recv_bytes.data();
-  if (!dev.is_host()) {
-    ensure(ws->send_host, send_off[n_send], cpu_device());
-    ensure(ws->recv_host, recv_off[n_recv], cpu_device());
+  const bool stage = !dev.is_host() && !transport_.accepts_device_memory(dev);
+  if (stage) {
+    const DevicePtr staging = host_staging_device(dev);
+    ensure(ws->send_host, send_off[n_send], staging);
+    ensure(ws->recv_host, recv_off[n_recv], staging);
     if (send_off[n_send] > 0) dev.copy_to_host(ws->send_host.data(), send_base, send_off[n_send]);
     send_base = ws->send_host.data();
     recv_base = ws->recv_host.data();
@@ -210,11 +214,11 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   // gathered layout and then add it into dst through the send rows of the forward plan (backward).
   // The plan is copied (it shares its index arrays) so the request does not depend on `plan`.
   auto complete = [this, plan_copy = plan, ws, codec, base_ctx, recv_size, recv_off, dst, cols,
-                   accumulate, dev_ptr]() {
+                   accumulate, dev_ptr, stage]() {
     const auto t1 = Clock::now();
     const Device& d = *dev_ptr;
     const std::size_t n = plan_copy.num_recv_peers();
-    if (!d.is_host() && recv_off[n] > 0)
+    if (stage && recv_off[n] > 0)
       d.copy_from_host(ws->recv_bytes.data(), ws->recv_host.data(), recv_off[n]);
     const std::int64_t total_recv = plan_copy.total_recv_rows();
     DenseView decoded = dst;

@@ -20,13 +20,15 @@
 
 namespace halognn {
 
-/// Bytes to send to one peer (host memory; kept alive and unchanged until the request completes).
+/// Bytes to send to one peer (host memory, or device memory where the transport
+/// accepts_device_memory; kept alive and unchanged until the request completes).
 struct PeerBytes {
   Rank peer = -1;
   std::span<const std::byte> bytes;
 };
 
-/// Room for the bytes received from one peer (host memory; its size is the exact message size).
+/// Room for the bytes received from one peer (host memory, or device memory as above; its size
+/// is the exact message size).
 struct PeerBytesMut {
   Rank peer = -1;
   std::span<std::byte> bytes;
@@ -53,6 +55,14 @@ class Transport {
   /// Largest tag exchange() accepts.
   virtual int max_tag() const = 0;
 
+  /// True when exchange() takes spans in the memory of `dev` itself (and all_reduce_sum reduces
+  /// data on `dev` without host staging); callers then skip their host staging buffers. Default:
+  /// host memory only.
+  virtual bool accepts_device_memory(const Device& dev) const {
+    (void)dev;
+    return false;
+  }
+
   /// In-place sum over ranks of n floats that live on `dev` (blocking).
   virtual void all_reduce_sum(const Device& dev, float* data, std::size_t n) = 0;
   /// In-place sum over ranks of n host doubles (metrics; blocking).
@@ -75,5 +85,16 @@ class Transport {
 /// MPI failures become MpiError exceptions. Collective: every rank of `comm` must call it. Open
 /// MPI here is not CUDA-aware, so device data in all_reduce_sum is staged through the host.
 std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm);
+
+/// A transport over NCCL for ranks that each drive one GPU: exchange() is one grouped
+/// ncclSend/ncclRecv on the transport's own CUDA stream, with spans in the memory of `dev`
+/// (accepts_device_memory(dev) is true), ordered after the work already queued on `dev`'s
+/// stream; all_reduce_sum on device data is ncclAllReduce. Host collectives and the barrier go
+/// over MPI on a duplicate of `comm`. NCCL has no tags: exchanges between a pair of ranks match in
+/// posting order, so every rank must post its exchanges in the same order (the halo exchange
+/// does). Collective over `comm` (the NCCL unique id is broadcast over MPI). Two ranks of `comm`
+/// on one GPU are refused with a ConfigError (NCCL does not support it; use the MPI transport).
+/// Throws NotCompiled without the CUDA backend and ConfigError when `dev` is not a CUDA device.
+std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, DevicePtr dev);
 
 }  // namespace halognn

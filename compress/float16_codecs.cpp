@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "compress/codec_cuda.hpp"
 #include "compress/codec_util.hpp"
 #include "compress/float16.hpp"
 
@@ -24,6 +25,7 @@ class HalfCodec final : public Codec {
 
   void encode(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
               std::span<std::byte> out) const override {
+    if (dev.kind() == DeviceKind::cuda) return encode_on_gpu(dev, rows, ctx, out);
     codec_detail::check_call(*this, dev, out.size(), rows.rows, rows.cols, "encode");
     const std::int64_t n_rows = rows.rows, cols = rows.cols;
     std::byte* dst = out.data();
@@ -51,6 +53,11 @@ class HalfCodec final : public Codec {
 
   void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,
               DenseView rows) const override {
+    if (dev.kind() == DeviceKind::cuda) {
+      GNN_ASSERT(in.size() == encoded_size(rows.rows, rows.cols).total(), "codec ", name(),
+                 ": decode buffer has ", in.size(), " bytes");
+      return codec_cuda::half_decode(kind == Half::bf16, in, rows);
+    }
     codec_detail::check_call(*this, dev, in.size(), rows.rows, rows.cols, "decode");
     const std::int64_t n = rows.rows * rows.cols;
     const std::byte* src = in.data();
@@ -61,6 +68,28 @@ class HalfCodec final : public Codec {
       std::memcpy(&h, src + 2 * k, 2);
       dst[k] = kind == Half::fp16 ? f16::half_to_float(h) : f16::bf16_to_float(h);
     }
+  }
+
+ private:
+  /// The GPU path (compress/codecs_cuda.cu), byte-identical to the CPU path; a non-finite value
+  /// is reported by encoding a host copy, which throws the CPU path's message.
+  void encode_on_gpu(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
+                     std::span<std::byte> out) const {
+    GNN_ASSERT(out.size() == encoded_size(rows.rows, rows.cols).total(), "codec ", name(),
+               ": encode buffer has ", out.size(), " bytes");
+    if (codec_cuda::half_encode(kind == Half::bf16, rows, out)) return;
+    std::vector<float> host(static_cast<std::size_t>(rows.rows * rows.cols));
+    dev.copy_to_host(host.data(), rows.data, host.size() * sizeof(float));
+    std::vector<GlobalId> ids;
+    CodecContext host_ctx = ctx;
+    if (ctx.row_ids) {
+      ids.resize(static_cast<std::size_t>(rows.rows));
+      dev.copy_to_host(ids.data(), ctx.row_ids, ids.size() * sizeof(GlobalId));
+      host_ctx.row_ids = ids.data();
+    }
+    std::vector<std::byte> host_out(out.size());
+    encode(*cpu_device(), ConstDenseView(host.data(), rows.rows, rows.cols), host_ctx, host_out);
+    GNN_ASSERT(false, "codec ", name(), ": the GPU found a non-finite value the CPU codec did not");
   }
 };
 

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "compress/codec_cuda.hpp"
 #include "compress/codec_util.hpp"
 #include "compress/quant_math.hpp"
 
@@ -151,6 +152,7 @@ class QuantCodec final : public Codec {
 
   void encode(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
               std::span<std::byte> out) const override {
+    if (dev.kind() == DeviceKind::cuda) return encode_on_gpu(dev, rows, ctx, out);
     codec_detail::check_call(*this, dev, out.size(), rows.rows, rows.cols, "encode");
     const std::int64_t n_rows = rows.rows, cols = rows.cols;
     if (n_rows == 0) return;
@@ -221,6 +223,12 @@ class QuantCodec final : public Codec {
 
   void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,
               DenseView rows) const override {
+    if (dev.kind() == DeviceKind::cuda) {
+      GNN_ASSERT(in.size() == encoded_size(rows.rows, rows.cols).total(), "codec ", name(),
+                 ": decode buffer has ", in.size(), " bytes, the block needs ",
+                 encoded_size(rows.rows, rows.cols).total());
+      return codec_cuda::quant_decode(bits_, meta_, in, rows);
+    }
     codec_detail::check_call(*this, dev, in.size(), rows.rows, rows.cols, "decode");
     const std::int64_t n = rows.rows * rows.cols;
     if (n == 0) return;
@@ -241,6 +249,28 @@ class QuantCodec final : public Codec {
   }
 
  private:
+  /// The GPU path (compress/codecs_cuda.cu): the same bytes as the CPU path. When a row cannot be
+  /// encoded, the block is encoded again on a host copy, which throws the CPU path's message.
+  void encode_on_gpu(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
+                     std::span<std::byte> out) const {
+    const std::size_t expect = encoded_size(rows.rows, rows.cols).total();
+    GNN_ASSERT(out.size() == expect, "codec ", name(), ": encode buffer has ", out.size(),
+               " bytes, the ", rows.rows, " x ", rows.cols, " block needs ", expect);
+    if (rows.rows == 0) return;
+    if (!ctx.row_ids)
+      throw Error("codec " + name() + ": encode needs the global row ids (CodecContext::row_ids)");
+    if (codec_cuda::quant_encode(bits_, meta_, rows, ctx, out)) return;
+    std::vector<float> host(static_cast<std::size_t>(rows.rows * rows.cols));
+    std::vector<GlobalId> ids(static_cast<std::size_t>(rows.rows));
+    dev.copy_to_host(host.data(), rows.data, host.size() * sizeof(float));
+    dev.copy_to_host(ids.data(), ctx.row_ids, ids.size() * sizeof(GlobalId));
+    std::vector<std::byte> host_out(expect);
+    CodecContext host_ctx = ctx;
+    host_ctx.row_ids = ids.data();
+    encode(*cpu_device(), ConstDenseView(host.data(), rows.rows, rows.cols), host_ctx, host_out);
+    GNN_ASSERT(false, "codec ", name(), ": the GPU rejected a block the CPU codec accepts");
+  }
+
   /// Throws for the smallest block row whose status is not ok.
   void throw_row_error(ConstDenseView rows, const CodecContext& ctx,
                        const std::vector<std::uint8_t>& status) const {

@@ -29,6 +29,7 @@ namespace {
 struct Cli {
   TrainConfig cfg;
   std::string device = "auto";
+  std::string transport = "auto";
   bool dump_config = false;
   bool help = false;
   std::string help_text;
@@ -45,6 +46,8 @@ Cli parse_cli(int argc, char** argv) {
       ("dump-config", "print the effective configuration as JSON and exit")
       ("partition", po::value(&c.partition_dir), "partition directory (from halognn-partition)")
       ("device", po::value(&cli.device)->default_value("auto"), "cpu | cuda | auto")
+      ("transport", po::value(&cli.transport)->default_value("auto"),
+       "nccl | mpi | auto (nccl on a GPU, mpi on the CPU; ranks sharing a GPU need mpi)")
       ("metrics", po::value(&c.metrics_path), "write per-epoch JSON lines here")
       ("quiet", po::bool_switch(&c.quiet), "no per-epoch progress lines");
   po::options_description model_opts("Model and optimisation");
@@ -108,6 +111,8 @@ Cli parse_cli(int argc, char** argv) {
   GNN_CHECK_CONFIG(cli.dump_config || !c.partition_dir.empty(), "--partition is required (see --help)");
   GNN_CHECK_CONFIG(cli.device == "auto" || cli.device == "cpu" || cli.device == "cuda",
                    "unknown --device '", cli.device, "' (choose from: cpu, cuda, auto)");
+  GNN_CHECK_CONFIG(cli.transport == "auto" || cli.transport == "nccl" || cli.transport == "mpi",
+                   "unknown --transport '", cli.transport, "' (choose from: nccl, mpi, auto)");
   GNN_CHECK_CONFIG(c.epochs >= 0, "--epochs must be non-negative");
   if (!c.emulate_link.empty()) parse_link_model(c.emulate_link);  // validate early
   GNN_CHECK_CONFIG(c.exchange == ExchangeMode::pipelined ||
@@ -197,11 +202,17 @@ int main(int argc, char** argv) {
         throw InputError(cli.cfg.metrics_path, "cannot write here (directory " + dir.string() +
                                                    " is missing or not writable)");
     });
-    auto mpi_transport = make_mpi_transport(MPI_COMM_WORLD);
+    // NCCL moves device buffers GPU to GPU; MPI (not CUDA-aware here) stages them through the host.
+    const bool use_nccl = cli.transport == "nccl" || (cli.transport == "auto" && !dev->is_host());
+    std::unique_ptr<Transport> base_transport;
+    startup_step([&] {
+      base_transport = use_nccl ? make_nccl_transport(MPI_COMM_WORLD, dev)
+                                : make_mpi_transport(MPI_COMM_WORLD);
+    });
     std::unique_ptr<Transport> emulated;
     if (!cli.cfg.emulate_link.empty())
-      emulated = make_emulated_link(*mpi_transport, parse_link_model(cli.cfg.emulate_link));
-    Transport* transport = emulated ? emulated.get() : mpi_transport.get();
+      emulated = make_emulated_link(*base_transport, parse_link_model(cli.cfg.emulate_link));
+    Transport* transport = emulated ? emulated.get() : base_transport.get();
     if (rank == 0 && !cli.cfg.quiet)
       std::cout << "halognn-train: " << size << " rank(s), model " << to_string(cli.cfg.model)
                 << ", device " << dev->name() << ", partition " << cli.cfg.partition_dir

@@ -2,6 +2,7 @@
 // u ∈ N(v) ∪ {v}, alpha = softmax_u(e), y_v = Σ_u alpha_vu z_u; heads concatenated (hidden
 // layers) or averaged (last layer); plus bias. Every rank computes z for its halo rows itself from
 // the exchanged layer input (docs/models.md explains why and what it costs).
+#include <optional>
 #include <vector>
 
 #include "models/layer_common.hpp"
@@ -39,14 +40,23 @@ class GatLayer final : public Layer {
     edge_grad_ = Buffer<float>(alpha_.size(), dev_);
   }
 
+  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+
   void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
     check_forward_shapes("gat", g, x, y, cfg_.in_dim, out_dim());
     GNN_ASSERT(dev_, "gat: forward before prepare");
     const Device& dev = *dev_;
     const std::int64_t n_own = g.num_owned, n_local = g.num_local();
-    kernels::copy(dev, x, ensure(saved_x_, n_local, cfg_.in_dim, dev_).view());
     Matrix& z = ensure(z_, n_local, width_, dev_);
-    kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, z.view());
+    used_sparse_ = sparse_x_.has_value();
+    if (used_sparse_) {
+      check_sparse_input("gat", g, *sparse_x_, cfg_.in_dim);
+      x_csr_ = *sparse_x_;
+      kernels::spmm(dev, x_csr_, weight_.value.view(), 0.0f, z.view());
+    } else {
+      x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
+      kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, z.view());
+    }
     Matrix& s_dst = ensure(s_dst_, n_own, heads_, dev_);
     Matrix& s_src = ensure(s_src_, n_local, heads_, dev_);
     kernels::head_dot(dev, z.cview().rows_range(0, n_own), att_dst_.value.data(), heads_,
@@ -87,7 +97,11 @@ class GatLayer final : public Layer {
                                gs_dst.data(), gz.view().rows_range(0, n_own), att_dst_.grad.data());
     kernels::head_dot_backward(dev, z_.view(), att_src_.value.data(), heads_, gs_src.data(),
                                gz.view(), att_src_.grad.data());
-    kernels::gemm(dev, true, false, 1.0f, saved_x_.view(), gz.view(), 1.0f, weight_.grad.view());
+    if (used_sparse_) {
+      kernels::spmm_transpose(dev, x_csr_, gz.view(), 1.0f, weight_.grad.view());
+    } else {
+      kernels::gemm(dev, true, false, 1.0f, x_, gz.view(), 1.0f, weight_.grad.view());
+    }
     if (gx.data == nullptr) return;
     kernels::gemm(dev, false, true, 1.0f, gz.view(), weight_.value.view(), 0.0f, gx);
   }
@@ -100,7 +114,11 @@ class GatLayer final : public Layer {
   DevicePtr dev_;
   GraphOperator op_;  ///< structure of A + I (values unused)
   Buffer<float> alpha_, edge_grad_;
-  Matrix saved_x_, z_, s_dst_, s_src_, out_, gz_, gs_dst_, gs_src_;
+  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  bool used_sparse_ = false;         ///< the last forward read sparse_x_
+  ConstDenseView x_;                 ///< the last forward's dense x
+  CsrView x_csr_;                    ///< the last forward's sparse x
+  Matrix z_, s_dst_, s_src_, out_, gz_, gs_dst_, gs_src_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // GCN (Kipf & Welling): y = Â x W + b with Â = D̃^-1/2 (A + I) D̃^-1/2 over GLOBAL degrees.
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "models/layer_common.hpp"
@@ -41,19 +42,28 @@ class GcnLayer final : public Layer {
     });
   }
 
+  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+
   void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
     check_forward_shapes("gcn", g, x, y, cfg_.in_dim, cfg_.out_dim);
     GNN_ASSERT(dev_, "gcn: forward before prepare");
     const Device& dev = *dev_;
-    if (aggregate_first_) {
-      Matrix& h = ensure(saved_, g.num_owned, cfg_.in_dim, dev_);  // Â x, kept for dW
+    // A sparse input always transforms first: Â x would be a dense in_dim-wide matrix.
+    used_sparse_ = sparse_x_.has_value();
+    if (used_sparse_) check_sparse_input("gcn", g, *sparse_x_, cfg_.in_dim);
+    if (aggregate_first_ && !used_sparse_) {
+      Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // Â x, kept for dW
       kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
       kernels::gemm(dev, false, false, 1.0f, h.view(), weight_.value.view(), 0.0f, y);
     } else {
-      Matrix& xs = ensure(saved_, g.num_local(), cfg_.in_dim, dev_);  // x, kept for dW
-      kernels::copy(dev, x, xs.view());
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, t.view());
+      if (used_sparse_) {
+        x_csr_ = *sparse_x_;
+        kernels::spmm(dev, x_csr_, weight_.value.view(), 0.0f, t.view());
+      } else {
+        x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
+        kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, t.view());
+      }
       kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
     }
     if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
@@ -63,9 +73,9 @@ class GcnLayer final : public Layer {
     check_backward_shapes("gcn", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
     const Device& dev = *dev_;
     if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
-    if (aggregate_first_) {
+    if (aggregate_first_ && !used_sparse_) {
       // y = H W: dW += Hᵀ gy; dH = gy Wᵀ; dx = Âᵀ dH.
-      kernels::gemm(dev, true, false, 1.0f, saved_.view(), gy, 1.0f, weight_.grad.view());
+      kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gy, 1.0f, weight_.grad.view());
       if (gx.data == nullptr) return;
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
@@ -75,7 +85,11 @@ class GcnLayer final : public Layer {
     // y = Â T, T = x W: dT = Âᵀ gy; dW += xᵀ dT; dx = dT Wᵀ.
     Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
     kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
-    kernels::gemm(dev, true, false, 1.0f, saved_.view(), gt.view(), 1.0f, weight_.grad.view());
+    if (used_sparse_) {
+      kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight_.grad.view());
+    } else {
+      kernels::gemm(dev, true, false, 1.0f, x_, gt.view(), 1.0f, weight_.grad.view());
+    }
     if (gx.data == nullptr) return;
     kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_.value.view(), 0.0f, gx);
   }
@@ -86,7 +100,11 @@ class GcnLayer final : public Layer {
   bool aggregate_first_;
   DevicePtr dev_;
   GraphOperator op_;
-  Matrix saved_;  ///< Â x (aggregate first) or x (transform first)
+  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  bool used_sparse_ = false;         ///< the last forward read sparse_x_
+  ConstDenseView x_;                 ///< the last forward's dense x (transform first)
+  CsrView x_csr_;                    ///< the last forward's sparse x
+  Matrix saved_h_;                   ///< Â x (aggregate first)
   Matrix scratch_;
 };
 

@@ -8,6 +8,7 @@
 /// Dropout and activations are not part of a layer (the trainer applies them).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,10 +58,23 @@ class Layer {
   /// first forward (and before parameters() is used for an optimiser).
   virtual void prepare(const LocalGraph& g) = 0;
   /// x: num_local x in_dim (owned rows, then halo rows already filled by the exchange);
-  /// y: num_owned x out_dim (overwritten). Keeps what backward needs (copies, so the caller may
-  /// reuse x afterwards).
+  /// y: num_owned x out_dim (overwritten). The layer keeps a VIEW of x, not a copy: x must stay
+  /// valid and unchanged until the matching backward has returned (the Trainer guarantees it:
+  /// a layer input is rewritten only by the next epoch's forward or by an evaluation pass that
+  /// follows the backward). In sparse-input mode (set_sparse_input) only x's shape is used and
+  /// x.data may be null.
   virtual void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
                        const ForwardContext& ctx) = 0;
+  /// Sparse-input mode, for inputs such as bag-of-words features (a fraction of a percent
+  /// non-zero). With a CSR x_csr (num_local x in_dim, values = the current input, e.g. after
+  /// dropout_csr), every following forward reads its input from x_csr instead of its dense x:
+  /// products with the input become sparse ones (x W by spmm, xᵀ G by spmm_transpose) and a
+  /// layer that would aggregate first (Â x, an in_dim-wide dense matrix) transforms first instead.
+  /// The results equal the dense path's up to float summation order. Like a dense x, the arrays
+  /// x_csr points at must stay valid and unchanged until the matching backward; the caller may
+  /// point at other values (same structure or not) by calling this again before a forward.
+  /// std::nullopt returns to dense mode.
+  virtual void set_sparse_input(std::optional<CsrView> x_csr) = 0;
   /// gy: num_owned x out_dim; gx: num_local x in_dim, overwritten with dL/dx for owned AND halo
   /// rows (the caller sends the halo part back to its owners); an empty gx (data == nullptr)
   /// skips the input gradient. Accumulates (+=) into parameter grads.

@@ -54,6 +54,20 @@ inline void check_forward_shapes(const char* layer, const LocalGraph& g, ConstDe
              ", expected ", g.num_owned, "x", out_dim);
 }
 
+/// Checks a sparse layer input (set_sparse_input) against the graph and the layer width.
+inline void check_sparse_input(const char* layer, const LocalGraph& g, const CsrView& x,
+                               std::int64_t in_dim) {
+  GNN_ASSERT(x.rows == g.num_local() && x.cols == in_dim && x.row_ptr != nullptr, layer,
+             ": sparse x is ", x.rows, "x", x.cols, ", expected ", g.num_local(), "x", in_dim);
+}
+
+/// The first `rows` rows of a CSR matrix on `dev` (shares its arrays; reads one offset back).
+inline CsrView csr_top_rows(const Device& dev, const CsrView& x, std::int64_t rows) {
+  std::int32_t nnz = 0;
+  dev.copy_to_host(&nnz, x.row_ptr + rows, sizeof nnz);
+  return {rows, x.cols, nnz, x.row_ptr, x.col, x.val};
+}
+
 inline void check_backward_shapes(const char* layer, const LocalGraph& g, ConstDenseView gy,
                                   DenseView gx, std::int64_t in_dim, std::int64_t out_dim) {
   GNN_ASSERT(gy.rows == g.num_owned && gy.cols == out_dim, layer, ": gy is ", gy.rows, "x", gy.cols,

@@ -1,5 +1,6 @@
 // GraphSAGE with the mean aggregator: y_v = x_v W_self + (1/d_v Σ_{u∈N(v)} x_u) W_neigh + b,
 // d_v the GLOBAL degree (an isolated vertex gets a zero neighbour term).
+#include <optional>
 #include <vector>
 
 #include "models/layer_common.hpp"
@@ -36,25 +37,36 @@ class SageLayer final : public Layer {
                                [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
   }
 
+  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+
   void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
     check_forward_shapes("sage", g, x, y, cfg_.in_dim, cfg_.out_dim);
     GNN_ASSERT(dev_, "sage: forward before prepare");
     const Device& dev = *dev_;
-    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
-    if (aggregate_first_) {
-      Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // mean of neighbours
-      kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
-      Matrix& xs = ensure(saved_x_, g.num_owned, cfg_.in_dim, dev_);  // owned x, for dW_self
-      kernels::copy(dev, x_own, xs.view());
-      kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 0.0f, y);
-      kernels::gemm(dev, false, false, 1.0f, h.view(), weight_neigh_.value.view(), 1.0f, y);
-    } else {
-      Matrix& xs = ensure(saved_x_, g.num_local(), cfg_.in_dim, dev_);  // all x, for both dWs
-      kernels::copy(dev, x, xs.view());
+    // A sparse input always transforms first: the neighbour mean of x would be dense, in_dim wide.
+    used_sparse_ = sparse_x_.has_value();
+    if (used_sparse_) {
+      check_sparse_input("sage", g, *sparse_x_, cfg_.in_dim);
+      x_csr_ = *sparse_x_;
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      kernels::gemm(dev, false, false, 1.0f, x, weight_neigh_.value.view(), 0.0f, t.view());
+      kernels::spmm(dev, x_csr_, weight_neigh_.value.view(), 0.0f, t.view());
       kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
-      kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 1.0f, y);
+      kernels::spmm(dev, csr_top_rows(dev, x_csr_, g.num_owned), weight_self_.value.view(), 1.0f,
+                    y);
+    } else {
+      x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
+      const ConstDenseView x_own = x.rows_range(0, g.num_owned);
+      if (aggregate_first_) {
+        Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // mean of neighbours
+        kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
+        kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 0.0f, y);
+        kernels::gemm(dev, false, false, 1.0f, h.view(), weight_neigh_.value.view(), 1.0f, y);
+      } else {
+        Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+        kernels::gemm(dev, false, false, 1.0f, x, weight_neigh_.value.view(), 0.0f, t.view());
+        kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
+        kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 1.0f, y);
+      }
     }
     if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
   }
@@ -63,9 +75,14 @@ class SageLayer final : public Layer {
     check_backward_shapes("sage", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
     const Device& dev = *dev_;
     if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
-    const ConstDenseView x_own = saved_x_.cview().rows_range(0, g.num_owned);
-    kernels::gemm(dev, true, false, 1.0f, x_own, gy, 1.0f, weight_self_.grad.view());
-    if (aggregate_first_) {
+    if (used_sparse_) {
+      kernels::spmm_transpose(dev, csr_top_rows(dev, x_csr_, g.num_owned), gy, 1.0f,
+                              weight_self_.grad.view());
+    } else {
+      kernels::gemm(dev, true, false, 1.0f, x_.rows_range(0, g.num_owned), gy, 1.0f,
+                    weight_self_.grad.view());
+    }
+    if (aggregate_first_ && !used_sparse_) {
       kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gy, 1.0f, weight_neigh_.grad.view());
       if (gx.data == nullptr) return;
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
@@ -74,8 +91,11 @@ class SageLayer final : public Layer {
     } else {
       Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
       kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
-      kernels::gemm(dev, true, false, 1.0f, saved_x_.view(), gt.view(), 1.0f,
-                    weight_neigh_.grad.view());
+      if (used_sparse_) {
+        kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight_neigh_.grad.view());
+      } else {
+        kernels::gemm(dev, true, false, 1.0f, x_, gt.view(), 1.0f, weight_neigh_.grad.view());
+      }
       if (gx.data == nullptr) return;
       kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_neigh_.value.view(), 0.0f, gx);
     }
@@ -90,8 +110,11 @@ class SageLayer final : public Layer {
   bool aggregate_first_;
   DevicePtr dev_;
   GraphOperator op_;
-  Matrix saved_x_;  ///< owned x (aggregate first) or all local x (transform first)
-  Matrix saved_h_;  ///< neighbour means (aggregate first)
+  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  bool used_sparse_ = false;         ///< the last forward read sparse_x_
+  ConstDenseView x_;                 ///< the last forward's dense x
+  CsrView x_csr_;                    ///< the last forward's sparse x
+  Matrix saved_h_;                   ///< neighbour means (aggregate first, dense)
   Matrix scratch_;
 };
 

@@ -54,6 +54,10 @@ void dropout_backward(const RngKey&, const GlobalId*, float, ConstDenseView, Den
   throw NotCompiled("kernel dropout_backward on CUDA");
 }
 
+void dropout_csr(const RngKey&, const GlobalId*, float, CsrView, float*) {
+  throw NotCompiled("kernel dropout_csr on CUDA");
+}
+
 double softmax_cross_entropy(ConstDenseView, const std::int32_t*, const std::uint8_t*, float,
                              DenseView) {
   throw NotCompiled("kernel softmax_cross_entropy on CUDA");

@@ -33,6 +33,12 @@ void spmm(const Device& dev, CsrView a, ConstDenseView x, float beta, DenseView 
 /// the transposed CSR once and calls spmm; this kernel is the reference for that and for tests.)
 void spmm_transpose(const Device& dev, CsrView a, ConstDenseView x, float beta, DenseView y);
 
+/// The CSR (on `dev`, where x lives) of the non-zero entries of the dense x, columns ascending in
+/// each row. Not a dispatched kernel: it runs once at start-up, on the host, staging row blocks of
+/// about 64 MiB from a GPU, so it needs no dense host copy of x. Throws ConfigError when x has
+/// 2^31 or more non-zeros (CSR offsets are 32-bit).
+CsrMatrix dense_to_csr(const DevicePtr& dev, ConstDenseView x);
+
 // ---- row movement ---------------------------------------------------------------------------
 
 /// dst[i] = src[idx[i]] for i < n (n = dst.rows); idx is a device array.
@@ -71,6 +77,14 @@ void dropout_forward(const Device& dev, const RngKey& key, const GlobalId* row_i
 /// The same mask applied to gradients: gx = gy * mask / (1-p). gx may alias gy.
 void dropout_backward(const Device& dev, const RngKey& key, const GlobalId* row_ids, float p,
                       ConstDenseView gy, DenseView gx);
+/// Dropout of a matrix stored as CSR (rows = local nodes, e.g. sparse input features): entry k of
+/// row i, at column j = x.col[k], gets out_val[k] = x.val[k] / (1-p) iff
+/// CounterRng(key).uniform(row_ids[i], j) >= p, else 0. That is exactly dropout_forward's mask for
+/// element (i, j), so the CSR of the dropped-out matrix equals dropout_forward of the dense one
+/// (dropped entries stay stored, as explicit zeros). x.val == nullptr means every stored value is
+/// 1. out_val: x.nnz floats on the device; it may alias x.val.
+void dropout_csr(const Device& dev, const RngKey& key, const GlobalId* row_ids, float p, CsrView x,
+                 float* out_val);
 
 // ---- losses ---------------------------------------------------------------------------------
 

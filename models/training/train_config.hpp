@@ -31,6 +31,9 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   int eval_every = 1;
   bool row_normalize_features = false;
+  /// Layer 0 reads the features as CSR when fewer than 10% of a rank's entries are non-zero
+  /// (bag-of-words data; same results up to float summation order); false forces the dense path.
+  bool sparse_features = true;
   std::string metrics_path;    ///< JSON lines; empty = none
   bool quiet = false;          ///< no per-epoch progress lines
 

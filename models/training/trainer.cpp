@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <span>
 
 #include "core/error.hpp"
 #include "core/kernels/kernels.hpp"
@@ -29,6 +30,15 @@ void row_normalize(Matrix& features) {
     const float inv = static_cast<float>(1.0 / s);
     for (std::int64_t j = 0; j < cols; ++j) r[j] *= inv;
   }
+}
+
+/// The fraction of non-zero entries of a host matrix (0 for an empty one).
+double nonzero_fraction(const Matrix& m) {
+  const std::span<const float> h = m.host();
+  std::int64_t nnz = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : nnz)
+  for (std::size_t i = 0; i < h.size(); ++i) nnz += h[i] != 0.0f;
+  return h.empty() ? 0.0 : static_cast<double>(nnz) / static_cast<double>(h.size());
 }
 
 }  // namespace
@@ -79,12 +89,18 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   oc.momentum = cfg_.momentum;
   optimizer_ = make_optimizer(oc, params, dev_);
 
+  // Sparse layer-0 input (bag-of-words features): decided per rank from its owned rows (the
+  // paths agree up to float summation order, so ranks need not agree); the CSR is built after the
+  // feature exchange, and layer 0 then needs no dense dropout buffer.
+  sparse_input_ = cfg_.sparse_features && nonzero_fraction(part_.features) < 0.1;
+
   // Buffers.
   const LocalId n_local = part_.num_local(), n_own = part_.num_owned;
   for (int l = 0; l < cfg_.layers; ++l) {
     const std::int64_t w = layers_[l]->in_dim();
     x_.emplace_back(n_local, w, dev_);
-    xd_.emplace_back(cfg_.dropout > 0 ? Matrix(n_local, w, dev_) : Matrix());
+    const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && sparse_input_);
+    xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
     gx_.emplace_back(n_local, w, dev_);
   }
   if (cfg_.exchange == ExchangeMode::pipelined) {
@@ -134,6 +150,11 @@ void Trainer::exchange_features_once() {
       .wait();
   feature_exchange_bytes_ = global_bytes(traffic_.total().total());
   features_exchanged_ = true;
+  if (sparse_input_) {
+    // All local rows, halo included; forward points layer 0 at these values or the dropped ones.
+    x0_csr_ = kernels::dense_to_csr(dev_, x_[0].view());
+    x0_dropped_ = Buffer<float>(static_cast<std::size_t>(x0_csr_.nnz()), dev_);
+  }
 }
 
 Trainer::~Trainer() {
@@ -236,7 +257,18 @@ void Trainer::forward(std::int64_t epoch, bool training) {
       }
     }
     ConstDenseView in = x;
-    if (drop) {
+    if (l == 0 && sparse_input_) {
+      // Layer 0 reads the CSR (x only gives the shape); dropout draws the dense path's mask on
+      // the stored entries only.
+      CsrView xs = x0_csr_.view();
+      if (drop) {
+        const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
+        kernels::dropout_csr(*dev_, key, graph_.global_ids.data(), cfg_.dropout, xs,
+                             x0_dropped_.data());
+        xs.val = x0_dropped_.data();
+      }
+      layers_[0]->set_sparse_input(xs);
+    } else if (drop) {
       const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
                        static_cast<std::uint64_t>(l)};
       kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, xd_[l].view());
@@ -423,6 +455,7 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
   const auto t0 = Clock::now();
   exchange_features_once();
   f.feature_exchange_bytes = feature_exchange_bytes_;
+  f.feature_exchange_codec = exchange_->codec(0, Direction::forward).name();
   f.total_bytes_sent = feature_exchange_bytes_;
   for (int e = 0; e < cfg_.epochs; ++e) {
     const bool eval_now = (e + 1) % cfg_.eval_every == 0 || e + 1 == cfg_.epochs;
@@ -472,6 +505,8 @@ Json FinalMetrics::to_json() const {
   j.set("total_s", total_s);
   j.set("total_bytes_sent", total_bytes_sent);
   j.set("feature_exchange_bytes", feature_exchange_bytes);
+  // Layer-0 halo features never change: they cross once, before epoch 0.
+  j.set("feature_exchange", "once, codec " + feature_exchange_codec);
   return j;
 }
 

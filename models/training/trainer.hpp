@@ -11,6 +11,7 @@
 /// part is sent back to the owners and added into their rows.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -54,6 +55,7 @@ struct FinalMetrics {
   double total_s = 0;
   std::uint64_t total_bytes_sent = 0;        ///< everything, all ranks, features exchange included
   std::uint64_t feature_exchange_bytes = 0;  ///< the one-time layer-0 exchange, all ranks
+  std::string feature_exchange_codec;        ///< codec of that exchange ("fp32": exact)
   Json to_json() const;
 };
 
@@ -74,6 +76,9 @@ class Trainer {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const TrafficCounter& traffic() const { return traffic_; }
   bool multilabel() const { return part_.multilabel; }
+  /// Whether layer 0 reads its input as CSR (TrainConfig::sparse_features and fewer than 10% of
+  /// this rank's owned feature entries non-zero); see Layer::set_sparse_input.
+  bool sparse_input() const { return sparse_input_; }
 
  private:
   void exchange_features_once();
@@ -129,6 +134,9 @@ class Trainer {
   Matrix logits_, glogits_;
   Buffer<std::int32_t> labels_;
   Buffer<std::uint8_t> label_matrix_, train_mask_;
+  bool sparse_input_ = false;
+  CsrMatrix x0_csr_;         ///< sparse mode: x_[0] (all local rows) as CSR, after the exchange
+  Buffer<float> x0_dropped_; ///< sparse mode: x0_csr_'s values after this epoch's dropout
   bool features_exchanged_ = false;
   std::uint64_t feature_exchange_bytes_ = 0;
   double allreduce_s_ = 0;

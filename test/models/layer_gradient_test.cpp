@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/kernels.hpp"
 #include "models/layer.hpp"
 #include "models/local_graph.hpp"
 #include "test/kernels/kernel_test_util.hpp"
@@ -20,6 +21,7 @@ struct GradCase {
   LayerConfig cfg;
   double step;       ///< finite-difference step
   double tolerance;  ///< absolute, scaled by (1 + |gradient|)
+  bool sparse_input = false;  ///< the input as CSR (set_sparse_input), about a third non-zero
 };
 
 std::string case_name(const ::testing::TestParamInfo<GradCase>& info) { return info.param.name; }
@@ -72,6 +74,26 @@ TEST_P(LayerGradient, BackwardMatchesCentralDifferencesForInputAndParameters) {
   const LocalGraph g = LocalGraph::build(part, cpu_device());
 
   Matrix x = test::random_matrix(g.num_local(), tc.cfg.in_dim, 31);
+  // Sparse input: keep about a third of the entries and hand the layer their CSR; the finite
+  // differences then perturb the stored values, which are the layer's only inputs.
+  CsrMatrix x_csr;
+  std::vector<float> x_val;
+  if (tc.sparse_input) {
+    const CounterRng keep(RngKey{5, RngPurpose::test, 9, 0});
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+      for (std::int64_t j = 0; j < x.cols(); ++j) {
+        // One entry per row always stays: an all-zero row would put GAT scores exactly on the
+        // LeakyReLU kink (harmless, but the seed search below would reject every seed).
+        if (j != i % x.cols() &&
+            keep.uniform(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j)) > 0.35f)
+          x(i, j) = 0.0f;
+      }
+    }
+    x_csr = kernels::dense_to_csr(cpu_device(), x.view());
+    x_val = x_csr.val().to_host();
+    ASSERT_GT(x_csr.nnz(), x.size() / 5);
+    ASSERT_LT(x_csr.nnz(), x.size() * 3 / 5);
+  }
   // A central difference is wrong when it straddles a LeakyReLU kink. Inputs and weights are
   // O(1) (Glorot bound ~0.8), so a pre-activation moves by at most ~3 h per step in any single
   // input or parameter entry: take the first weight seed whose pre-activations all clear that
@@ -89,6 +111,13 @@ TEST_P(LayerGradient, BackwardMatchesCentralDifferencesForInputAndParameters) {
   const Matrix r = test::random_matrix(g.num_owned, layer->out_dim(), 32);
   Matrix y(g.num_owned, layer->out_dim());
   const ForwardContext ctx{};
+  if (tc.sparse_input) {
+    // The dense x is ignored in this mode (only its shape counts): poison it to prove it.
+    for (float& v : x.host()) v = std::nanf("");
+    CsrView v = x_csr.view();
+    v.val = x_val.data();
+    layer->set_sparse_input(v);
+  }
   auto objective = [&] {
     layer->forward(g, x.view(), y.view(), ctx);
     return inner(y.view(), r);
@@ -121,11 +150,23 @@ TEST_P(LayerGradient, BackwardMatchesCentralDifferencesForInputAndParameters) {
     const double fd = (lp - lm) / (up + down);
     EXPECT_NEAR(analytic, fd, tc.tolerance * (1.0 + std::abs(fd))) << what;
   };
-  for (std::int64_t i = 0; i < x.rows(); ++i) {
-    for (std::int64_t j = 0; j < x.cols(); ++j) {
-      check(&x(i, j), gx(i, j),
-            "x(" + std::to_string(i) + "," + std::to_string(j) + ")" +
-                (i >= g.num_owned ? " halo" : " owned"));
+  if (tc.sparse_input) {
+    const auto row_ptr = x_csr.row_ptr().to_host();
+    const auto col = x_csr.col().to_host();
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+      for (std::int32_t k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+        check(&x_val[k], gx(i, col[k]),
+              "x_csr(" + std::to_string(i) + "," + std::to_string(col[k]) + ")" +
+                  (i >= g.num_owned ? " halo" : " owned"));
+      }
+    }
+  } else {
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+      for (std::int64_t j = 0; j < x.cols(); ++j) {
+        check(&x(i, j), gx(i, j),
+              "x(" + std::to_string(i) + "," + std::to_string(j) + ")" +
+                  (i >= g.num_owned ? " halo" : " owned"));
+      }
     }
   }
   const auto params = layer->parameters();
@@ -167,7 +208,16 @@ INSTANTIATE_TEST_SUITE_P(
         GradCase{"GatOneHeadConcat", config(ModelKind::gat, 4, 3, 1, true), 2e-3, 3e-3},
         GradCase{"GatThreeHeadsConcat", config(ModelKind::gat, 4, 3, 3, true), 2e-3, 3e-3},
         GradCase{"GatThreeHeadsMean", config(ModelKind::gat, 4, 3, 3, false), 2e-3, 3e-3},
-        GradCase{"GatOneHeadMean", config(ModelKind::gat, 5, 2, 1, false), 2e-3, 3e-3}),
+        GradCase{"GatOneHeadMean", config(ModelKind::gat, 5, 2, 1, false), 2e-3, 3e-3},
+        // Sparse input: aggregate-first configurations transform first instead.
+        GradCase{"GcnSparseInputNarrow", config(ModelKind::gcn, 3, 5), 0.25, 2e-4, true},
+        GradCase{"GcnSparseInputWide", config(ModelKind::gcn, 6, 2), 0.25, 2e-4, true},
+        GradCase{"SageSparseInputNarrow", config(ModelKind::sage, 3, 5), 0.25, 2e-4, true},
+        GradCase{"SageSparseInputWide", config(ModelKind::sage, 6, 2), 0.25, 2e-4, true},
+        GradCase{"GatSparseInputThreeHeadsConcat", config(ModelKind::gat, 6, 3, 3, true), 2e-3,
+                 3e-3, true},
+        GradCase{"GatSparseInputTwoHeadsMean", config(ModelKind::gat, 6, 2, 2, false), 2e-3, 3e-3,
+                 true}),
     case_name);
 
 TEST(Layers, ParseModelKindAcceptsTheThreeModelsAndListsThemOtherwise) {

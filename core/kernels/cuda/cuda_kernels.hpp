@@ -31,6 +31,7 @@ void dropout_forward(const RngKey& key, const GlobalId* row_ids, float p, ConstD
                      DenseView y);
 void dropout_backward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView gy,
                       DenseView gx);
+void dropout_csr(const RngKey& key, const GlobalId* row_ids, float p, CsrView x, float* out_val);
 
 double softmax_cross_entropy(ConstDenseView logits, const std::int32_t* labels,
                              const std::uint8_t* mask, float scale, DenseView grad);

@@ -142,4 +142,31 @@ void dropout_backward(const RngKey& key, const GlobalId* row_ids, float p, Const
   apply_dropout(key, row_ids, p, gy, gx);
 }
 
+void dropout_csr(const RngKey& key, const GlobalId* row_ids, float p, CsrView x, float* out_val) {
+  GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
+  const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const CounterRng rng(key);
+  // Rows have very different lengths (bag-of-words documents): dynamic chunks.
+#pragma omp parallel for schedule(dynamic, 64)
+  for (std::int64_t i = 0; i < x.rows; ++i) {
+    const auto item = static_cast<std::uint64_t>(row_ids[i]);
+    std::uint32_t w[4];
+    std::uint64_t have = ~std::uint64_t{0};  // the Philox block in w (columns 4b .. 4b+3)
+    for (std::int32_t k = x.row_ptr[i]; k < x.row_ptr[i + 1]; ++k) {
+      const float v = x.val ? x.val[k] : 1.0f;
+      if (p == 0.0f) {
+        out_val[k] = v;
+        continue;
+      }
+      const auto j = static_cast<std::uint64_t>(x.col[k]);
+      if ((j >> 2) != have) {
+        have = j >> 2;
+        rng.block(item, have, w);
+      }
+      const float u = static_cast<float>(w[j & 3] >> 8) * (1.0f / 16777216.0f);
+      out_val[k] = u >= p ? v * keep_scale : 0.0f;
+    }
+  }
+}
+
 }  // namespace halognn::kernels::reference

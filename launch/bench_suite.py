@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""halognn benchmark suite: runs the experiments recorded in docs/benchmarks.md and prints each
+result as a markdown table (and writes JSON next to it).
+
+usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [--epochs N] ...
+  accuracy  test accuracy at best validation, mean/std over seeds, for datasets x models x ranks
+  scaling   epoch time split and bytes per epoch on the default graph at 1, 2, 4 ranks, beside a
+            plain PyTorch run of the same model (1 rank) in the same invocation
+  codecs    the codec table: bytes, accuracy and epoch-time breakdown per codec
+  sweep     emulated-bandwidth sweep of sync/pipelined x fp32/q1 (+ PNG plot)
+  curves    convergence curves (test accuracy per epoch) of sync fp32 and pipelined q1 (PNG)
+Run with /usr/bin/python3 (Debian's numpy/matplotlib). Needs the tools built in BUILD_DIR/bin.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "datasets")
+
+# Published hyper-parameters: Kipf & Welling (GCN), Velickovic et al. (GAT); SAGE uses GCN's.
+MODEL_ARGS = {
+    "gcn": ["--model", "gcn", "--layers", "2", "--hidden", "16", "--dropout", "0.5", "--lr", "0.01",
+            "--weight-decay", "5e-4"],
+    "sage": ["--model", "sage", "--layers", "2", "--hidden", "16", "--dropout", "0.5", "--lr", "0.01",
+             "--weight-decay", "5e-4"],
+    "gat": ["--model", "gat", "--layers", "2", "--hidden", "8", "--heads", "8", "--dropout", "0.6",
+            "--lr", "0.005", "--weight-decay", "5e-4"],
+}
+
+
+class Env:
+    def __init__(self, a):
+        self.bin = os.path.join(os.path.abspath(a.build), "bin")
+        self.work = os.path.abspath(a.work)
+        os.makedirs(self.work, exist_ok=True)
+        self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                        OMPI_MCA_rmaps_base_oversubscribe="1")
+
+    def run(self, args, ranks=1, threads=None):
+        env = dict(self.env)
+        cores = os.cpu_count() or 1
+        env["OMP_NUM_THREADS"] = str(threads or max(1, cores // max(ranks, 1)))
+        cmd = ([os.path.join(self.bin, args[0])] + args[1:]) if ranks == 0 else \
+            ["mpirun", "-np", str(ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS",
+             os.path.join(self.bin, args[0])] + args[1:]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"bench_suite: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+        return r.stdout
+
+    def dataset(self, name):
+        d = os.path.join(self.work, name)
+        if not os.path.exists(os.path.join(d, "manifest.json")):
+            if name == "default":
+                self.run(["halognn-data", "generate", "--out", d], ranks=0)
+            else:
+                self.run(["halognn-data", "convert", "--input", os.path.join(SHARED, name),
+                          "--out", d], ranks=0)
+        return d
+
+    def partition(self, name, parts):
+        p = os.path.join(self.work, f"{name}.p{parts}")
+        if not os.path.exists(os.path.join(p, "manifest.json")):
+            self.run(["halognn-partition", "--data", self.dataset(name), "--parts", str(parts),
+                      "--out", p], ranks=0)
+        return p
+
+    def train(self, name, ranks, args, tag, threads=None):
+        metrics = os.path.join(self.work, f"m-{tag}.jsonl")
+        self.run(["halognn-train", "--partition", self.partition(name, ranks), "--quiet",
+                  "--metrics", metrics] + args, ranks=ranks, threads=threads)
+        lines = [json.loads(l) for l in open(metrics)]
+        return lines[:-1], lines[-1]
+
+
+def mean_std(xs):
+    return (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def pct(m_s):
+    return f"{100 * m_s[0]:.1f} ± {100 * m_s[1]:.1f}"
+
+
+def accuracy(e, a):
+    rows, results = [], []
+    for ds in a.datasets:
+        norm = ["--row-normalize"] if ds in ("cora", "citeseer", "pubmed") else []
+        for model in a.models:
+            for ranks in a.ranks:
+                for codec in a.codecs:
+                    for mode in a.modes:
+                        extra = MODEL_ARGS[model] + norm + ["--epochs", str(a.epochs)]
+                        extra += ["--codec", codec] if codec != "fp32" else []
+                        if mode != "sync":
+                            bound = mode.split(":")[1] if ":" in mode else "0"
+                            extra += ["--exchange", "pipelined", "--staleness-bound", bound]
+                        accs, t0 = [], time.time()
+                        for s in range(a.seeds):
+                            # One thread per rank: accuracy runs are not timed, and spinning
+                            # OpenMP threads on a shared machine only slow them down.
+                            _, f = e.train(ds, ranks, extra + ["--seed", str(s + 1)],
+                                           f"acc-{ds}-{model}-{ranks}-{codec}-{mode}-{s}", threads=1)
+                            accs.append(f["test_acc_at_best_val"])
+                        ms = mean_std(accs)
+                        results.append(dict(dataset=ds, model=model, ranks=ranks, codec=codec,
+                                            mode=mode, test=accs))
+                        rows.append([ds, model, ranks, codec, mode, pct(ms),
+                                     f"{time.time() - t0:.0f} s"])
+                        print(rows[-1], file=sys.stderr, flush=True)
+    print(table(["dataset", "model", "ranks", "codec", "exchange", f"test acc % (mean ± sd, {a.seeds} seeds)",
+                 "wall"], rows))
+    return results
+
+
+def epoch_stats(epochs, skip):
+    ep = epochs[skip:]
+    f = lambda k: statistics.mean(x[k] for x in ep)
+    return dict(epoch_s=f("epoch_s"), compute_s=f("compute_s"), comm_s=f("comm_s"),
+                codec_s=f("codec_s"), bytes=f("bytes_sent"))
+
+
+def scaling(e, a):
+    rows, results = [], []
+    for model in a.models:
+        for ranks in a.ranks:
+            args = ["--model", model, "--layers", "3", "--hidden", "256", "--epochs", str(a.epochs),
+                    "--eval-every", str(a.epochs)]
+            ep, _ = e.train("default", ranks, args, f"scale-{model}-{ranks}")
+            st = epoch_stats(ep, 1)
+            results.append(dict(model=model, ranks=ranks, **st))
+            rows.append([model, ranks, f"{st['epoch_s']:.3f}", f"{st['compute_s']:.3f}",
+                         f"{st['comm_s']:.3f}", f"{st['codec_s']:.3f}", f"{st['bytes'] / 1e6:.1f}"])
+        if model in ("gcn", "sage"):
+            out = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "launch", "bench_torch_baseline.py"),
+                                  "--data", e.dataset("default"), "--model", model, "--epochs",
+                                  str(a.epochs - 1), "--warmup", "1"],
+                                 capture_output=True, text=True, check=True).stdout
+            t = json.loads(out)
+            results.append(dict(model=model, impl="pytorch", **t))
+            ours = next(r for r in results if r.get("model") == model and r.get("ranks") == 1)
+            rows.append([f"{model} (PyTorch {t['torch']}, {t['threads']} threads)", 1,
+                         f"{t['epoch_s_mean']:.3f}", "", "", "", "0"])
+            rows.append([f"{model}: PyTorch / halognn at 1 rank", "", f"{t['epoch_s_mean'] / ours['epoch_s']:.2f}x",
+                         "", "", "", ""])
+    print(table(["model (3 x 256, default graph)", "ranks", "epoch s", "compute s", "comm wait s",
+                 "codec s", "MB sent / epoch"], rows))
+    return results
+
+
+def codecs(e, a):
+    rows, results = [], []
+    base = None
+    for codec in a.codecs:
+        args = ["--model", a.models[0], "--layers", "3", "--hidden", "256", "--epochs", str(a.epochs),
+                "--eval-every", "1", "--codec", codec]
+        ep, f = e.train("default", a.ranks[0], args, f"codec-{codec}")
+        st = epoch_stats(ep, 1)
+        tr = ep[-1]["traffic"]
+        payload = tr["fwd"]["payload"] + tr["bwd"]["payload"]
+        meta = tr["fwd"]["metadata"] + tr["bwd"]["metadata"]
+        if codec == "fp32":
+            base = payload + meta
+        results.append(dict(codec=codec, payload=payload, metadata=meta, test=f["test_acc_at_best_val"], **st))
+        rows.append([codec, f"{payload / 1e6:.2f}", f"{meta / 1e6:.3f}",
+                     f"{base / (payload + meta):.1f}x" if base else "",
+                     f"{100 * f['test_acc_at_best_val']:.2f}", f"{st['epoch_s']:.3f}",
+                     f"{st['compute_s']:.3f}", f"{st['comm_s']:.3f}", f"{st['codec_s']:.3f}",
+                     f"{100 * st['codec_s'] / st['compute_s']:.1f}%"])
+    print(table(["codec", "halo payload MB/epoch", "metadata MB/epoch", "fp32 / codec bytes",
+                 f"test acc % ({a.epochs} epochs)", "epoch s", "compute s", "comm wait s", "codec s",
+                 "codec / compute"], rows))
+    return results
+
+
+SWEEP_CONFIGS = [("sync fp32", ["--codec", "fp32"]),
+                 ("pipelined fp32", ["--codec", "fp32", "--exchange", "pipelined"]),
+                 ("sync q1", ["--codec", "q1"]),
+                 ("pipelined q1", ["--codec", "q1", "--exchange", "pipelined"]),
+                 ("pipelined q1, bound 5", ["--codec", "q1", "--exchange", "pipelined",
+                                            "--staleness-bound", "5"])]
+
+
+def sweep(e, a):
+    results = []
+    for bw in a.bandwidths:
+        for name, cfg in SWEEP_CONFIGS:
+            args = ["--model", a.models[0], "--layers", "3", "--hidden", "256", "--epochs",
+                    str(a.epochs), "--eval-every", str(a.epochs)] + cfg
+            if bw != "none":
+                args += ["--emulate-link", f"{bw},{a.latency_us}"]
+            ep, _ = e.train("default", a.ranks[0], args, f"sweep-{bw}-{name.replace(' ', '_').replace(',', '')}")
+            # Skip epoch 0 (synchronous in every mode, and warm-up).
+            st = epoch_stats(ep, 1)
+            results.append(dict(bandwidth=bw, config=name, **st))
+            print(bw, name, st, file=sys.stderr, flush=True)
+    rows = []
+    for bw in a.bandwidths:
+        rs = [r for r in results if r["bandwidth"] == bw]
+        base = rs[0]
+        for r in rs:
+            rows.append([bw, r["config"], f"{r['epoch_s']:.3f}", f"{r['compute_s']:.3f}", f"{r['codec_s']:.3f}",
+                         f"{r['comm_s']:.3f}", f"{100 * base['comm_s'] / base['epoch_s']:.0f}%" if r is base else "",
+                         f"{base['epoch_s'] / r['epoch_s']:.2f}x"])
+    print(table(["link Gb/s", "configuration", "epoch s", "compute s", "codec s", "comm wait s",
+                 "comm share of sync fp32", "speed-up vs sync fp32"], rows))
+    if a.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        bws = [b for b in a.bandwidths if b != "none"]
+        for name, _ in SWEEP_CONFIGS:
+            ys = [next(r["epoch_s"] for r in results if r["bandwidth"] == b and r["config"] == name) for b in bws]
+            ax.plot([float(b) for b in bws], ys, marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("emulated link bandwidth (Gb/s, %s us latency)" % a.latency_us)
+        ax.set_ylabel("epoch time (s)")
+        ax.set_title(f"SAGE 3x256, default graph, {a.ranks[0]} ranks (emulated link)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(a.plot, dpi=110)
+    return results
+
+
+def curves(e, a):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    configs = [("sync fp32", []), ("sync q1", ["--codec", "q1"]),
+               ("pipelined q1, bound 5", ["--codec", "q1", "--exchange", "pipelined", "--staleness-bound", "5"]),
+               ("pipelined q1", ["--codec", "q1", "--exchange", "pipelined"])]
+    fig, axes = plt.subplots(1, len(a.datasets), figsize=(5 * len(a.datasets), 4), squeeze=False)
+    results = []
+    for ax, ds in zip(axes[0], a.datasets):
+        norm = ["--row-normalize"] if ds in ("cora", "citeseer") else []
+        for name, cfg in configs:
+            ep, _ = e.train(ds, a.ranks[0], MODEL_ARGS[a.models[0]] + norm + cfg +
+                            ["--epochs", str(a.epochs), "--seed", "1"], f"curve-{ds}-{name.replace(' ', '_').replace(',', '')}")
+            ys = [x["test_acc"] for x in ep]
+            results.append(dict(dataset=ds, config=name, test_acc=ys))
+            ax.plot(range(len(ys)), ys, label=name)
+        ax.set_title(f"{ds}: {a.models[0].upper()}, {a.ranks[0]} ranks")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("test accuracy")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(a.plot, dpi=110)
+    print(f"wrote {a.plot}")
+    return results
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("experiment", choices=["accuracy", "scaling", "codecs", "sweep", "curves"])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    p.add_argument("--datasets", nargs="+", default=["cora", "citeseer"])
+    p.add_argument("--models", nargs="+", default=["gcn"])
+    p.add_argument("--ranks", nargs="+", type=int, default=[1])
+    p.add_argument("--codecs", nargs="+", default=["fp32"])
+    p.add_argument("--modes", nargs="+", default=["sync"], help="sync | pipelined[:BOUND]")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--bandwidths", nargs="+", default=["0.1", "1", "10", "100", "none"])
+    p.add_argument("--latency-us", default="5")
+    p.add_argument("--plot", default="")
+    p.add_argument("--json", default="")
+    a = p.parse_args()
+    e = Env(a)
+    t0 = time.time()
+    res = globals()[a.experiment](e, a)
+    print(f"\n({a.experiment}: {time.time() - t0:.0f} s; command: {' '.join(sys.argv)})")
+    if a.json:
+        with open(a.json + ".tmp", "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(a.json + ".tmp", a.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,359 @@
+// Every CUDA kernel against the CPU reference on fresh random inputs (skipped without a GPU).
+// Bounds are per kernel: |gpu - cpu| <= tol * (1 + |cpu|). Row movement, ReLU and dropout are
+// exact (the same float operations in the same order); sums differ only in summation order and
+// fused multiply-adds, so they get a few float32 ulps of the operands' magnitude.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/kernels/kernels.hpp"
+#include "test/cuda/cuda_test_util.hpp"
+
+namespace halognn {
+namespace {
+
+using test::expect_close;
+using test::expect_equal;
+using test::random_csr;
+using test::random_matrix;
+
+class CudaKernels : public test::CudaTest {};
+
+// Products of k terms in [-1, 1]: float32 error ~ k * 6e-8 of the magnitude; k <= 64 here.
+constexpr double kDotTol = 1e-5;
+
+TEST_F(CudaKernels, GemmMatchesReferenceForEveryTransposeAndShape) {
+  struct Shape { std::int64_t m, k, n; };
+  for (const Shape s : {Shape{37, 19, 23}, Shape{1, 1, 1}, Shape{0, 5, 7}, Shape{5, 0, 7},
+                        Shape{64, 33, 1}}) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const Matrix a = random_matrix(ta ? s.k : s.m, ta ? s.m : s.k, 1 + t);
+      const Matrix b = random_matrix(tb ? s.n : s.k, tb ? s.k : s.n, 2 + t);
+      for (const float beta : {0.0f, 0.5f}) {
+        Matrix y = random_matrix(s.m, s.n, 3 + t);
+        Matrix yg = up(y);
+        if (beta == 0.0f && y.size() > 0) {  // beta == 0 must ignore NaN in y
+          std::vector<float> nan(static_cast<std::size_t>(y.size()), std::nanf(""));
+          gpu->copy_from_host(yg.data(), nan.data(), nan.size() * sizeof(float));
+        }
+        const Matrix ag = up(a), bg = up(b);
+        kernels::gemm(*cpu, ta, tb, 0.7f, a.view(), b.view(), beta, y.view());
+        kernels::gemm(*gpu, ta, tb, 0.7f, ag.view(), bg.view(), beta, yg.view());
+        expect_close(yg.to_host(), y.to_host(), kDotTol, "gemm");
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernels, SpmmAndTransposeMatchReferenceWithAndWithoutValues) {
+  struct Case { std::int64_t rows, cols; int per_row; std::int64_t f; };
+  for (const Case c : {Case{53, 41, 7, 17}, Case{53, 41, 7, 1}, Case{200, 150, 30, 64},
+                       Case{0, 9, 3, 5}, Case{9, 0, 3, 5}, Case{12, 12, 0, 8}}) {
+    for (const bool values : {true, false}) {
+      const test::HostCsr h = random_csr(c.rows, c.cols, c.per_row, values, 10 + c.f);
+      const CsrMatrix a = h.to_device(), ag = up(h);
+      for (const float beta : {0.0f, 1.0f, 0.5f}) {
+        const Matrix x = random_matrix(c.cols, c.f, 11);
+        Matrix y = random_matrix(c.rows, c.f, 12);
+        const Matrix xg = up(x);
+        Matrix yg = up(y);
+        kernels::spmm(*cpu, a.view(), x.view(), beta, y.view());
+        kernels::spmm(*gpu, ag.view(), xg.view(), beta, yg.view());
+        expect_close(yg.to_host(), y.to_host(), kDotTol, "spmm");
+
+        const Matrix xt = random_matrix(c.rows, c.f, 13);
+        Matrix yt = random_matrix(c.cols, c.f, 14);
+        const Matrix xtg = up(xt);
+        Matrix ytg = up(yt);
+        kernels::spmm_transpose(*cpu, a.view(), xt.view(), beta, yt.view());
+        kernels::spmm_transpose(*gpu, ag.view(), xtg.view(), beta, ytg.view());
+        expect_close(ytg.to_host(), yt.to_host(), kDotTol, "spmm_transpose");
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernels, GatherAndScatterAddAreExactIncludingRepeatedIndices) {
+  const Matrix src = random_matrix(31, 13, 20);
+  const std::vector<LocalId> idx = {5, 0, 30, 5, 5, 17, 2, 30, 0, 9, 11};  // repeats, unsorted
+  Matrix dst(static_cast<std::int64_t>(idx.size()), 13);
+  Matrix dstg(dst.rows(), 13, gpu);
+  const Matrix srcg = up(src);
+  const Buffer<LocalId> idxg = up(idx);
+  kernels::gather_rows(*cpu, src.view(), idx.data(), dst.view());
+  kernels::gather_rows(*gpu, srcg.view(), idxg.data(), dstg.view());
+  expect_equal(dstg.to_host(), dst.to_host(), "gather_rows");
+
+  // Scatter-add back into 31 rows: same contributions in the same order, so bit-identical.
+  Matrix acc = random_matrix(31, 13, 21);
+  Matrix accg = up(acc);
+  kernels::scatter_add_rows(*cpu, dst.view(), idx.data(), acc.view());
+  kernels::scatter_add_rows(*gpu, dstg.view(), idxg.data(), accg.view());
+  expect_equal(accg.to_host(), acc.to_host(), "scatter_add_rows (repeated)");
+
+  const std::vector<LocalId> inc = {1, 4, 7, 8, 30};  // the plans' usual ascending case
+  const Matrix part = random_matrix(5, 13, 22);
+  const Matrix partg = up(part);
+  const Buffer<LocalId> incg = up(inc);
+  kernels::scatter_add_rows(*cpu, part.view(), inc.data(), acc.view());
+  kernels::scatter_add_rows(*gpu, partg.view(), incg.data(), accg.view());
+  expect_equal(accg.to_host(), acc.to_host(), "scatter_add_rows (ascending)");
+
+  Matrix empty(0, 13), emptyg(0, 13, gpu);  // zero rows: nothing happens
+  kernels::scatter_add_rows(*gpu, emptyg.view(), incg.data(), accg.view());
+  kernels::gather_rows(*gpu, srcg.view(), idxg.data(), emptyg.view());
+  expect_equal(accg.to_host(), acc.to_host(), "scatter_add_rows (empty)");
+}
+
+TEST_F(CudaKernels, ElementwiseKernelsMatchReference) {
+  const std::int64_t r = 29, c = 7;
+  const Matrix x = random_matrix(r, c, 30), y0 = random_matrix(r, c, 31);
+  const Matrix s = random_matrix(r, 1, 32), b = random_matrix(1, c, 33);
+  const Matrix xg = up(x), sg = up(s), bg = up(b);
+  auto both = [&](const char* what, double tol, auto&& f) {
+    Matrix y = y0.clone(), yg = up(y0);
+    f(*cpu, x.view(), y.view(), s.data(), b.data());
+    f(*gpu, xg.view(), yg.view(), sg.data(), bg.data());
+    if (tol == 0)
+      expect_equal(yg.to_host(), y.to_host(), what);
+    else
+      expect_close(yg.to_host(), y.to_host(), tol, what);
+  };
+  both("copy", 0, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
+    kernels::copy(d, in, out);
+  });
+  both("fill", 0, [](const Device& d, ConstDenseView, DenseView out, const float*, const float*) {
+    kernels::fill(d, out, -2.5f);
+  });
+  both("axpy", 1e-6, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
+    kernels::axpy(d, 0.3f, in, out);
+  });
+  both("axpby", 1e-6, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
+    kernels::axpby(d, in.rows * in.cols, 0.3f, in.data, -1.5f, out.data);
+  });
+  both("scale_rows", 0, [](const Device& d, ConstDenseView, DenseView out, const float* sv, const float*) {
+    kernels::scale_rows(d, sv, out);
+  });
+  both("add_row_vector", 0, [](const Device& d, ConstDenseView, DenseView out, const float*, const float* bv) {
+    kernels::add_row_vector(d, bv, out);
+  });
+  both("relu_forward", 0, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
+    kernels::relu_forward(d, in, out);
+  });
+  both("relu_backward", 0, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
+    kernels::relu_backward(d, in, out, out);  // gx aliases gy
+  });
+  // axpby with beta == 0 ignores NaN in y.
+  std::vector<float> nan(static_cast<std::size_t>(r * c), std::nanf(""));
+  Matrix yg(r, c, gpu);
+  gpu->copy_from_host(yg.data(), nan.data(), nan.size() * sizeof(float));
+  kernels::axpby(*gpu, r * c, 2.0f, xg.data(), 0.0f, yg.data());
+  Matrix y(r, c);
+  kernels::axpby(*cpu, r * c, 2.0f, x.data(), 0.0f, y.data());
+  expect_equal(yg.to_host(), y.to_host(), "axpby beta 0");
+}
+
+TEST_F(CudaKernels, ColumnSumMatchesReferenceForTallOddAndEmptyMatrices) {
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1000, 37}, {3, 5}, {0, 4}};
+  for (const auto& [rows, cols] : shapes) {
+    const Matrix x = random_matrix(rows, cols, 40);
+    const Matrix xg = up(x);
+    for (const float beta : {0.0f, 2.0f}) {
+      Matrix out = random_matrix(1, cols, 41), outg = up(out);
+      kernels::column_sum(*cpu, x.view(), beta, out.data());
+      kernels::column_sum(*gpu, xg.view(), beta, outg.data());
+      expect_close(outg.to_host(), out.to_host(), 1e-6, "column_sum");  // both sum in double
+    }
+  }
+}
+
+TEST_F(CudaKernels, DropoutMasksAndValuesAreIdenticalToTheCpu) {
+  const Matrix x = random_matrix(45, 13, 50);  // 13 columns: a partial last Philox block
+  std::vector<GlobalId> ids(45);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<GlobalId>(1000 + 7 * i);
+  const Buffer<GlobalId> idsg = up(ids);
+  const Matrix xg = up(x);
+  const RngKey key{9, RngPurpose::dropout, 3, 1};
+  for (const float p : {0.0f, 0.3f, 0.5f, 1.0f}) {
+    Matrix y(45, 13), yg(45, 13, gpu);
+    kernels::dropout_forward(*cpu, key, ids.data(), p, x.view(), y.view());
+    kernels::dropout_forward(*gpu, key, idsg.data(), p, xg.view(), yg.view());
+    expect_equal(yg.to_host(), y.to_host(), "dropout_forward");
+    kernels::dropout_backward(*cpu, key, ids.data(), p, y.view(), y.view());  // in place
+    kernels::dropout_backward(*gpu, key, idsg.data(), p, yg.view(), yg.view());
+    expect_equal(yg.to_host(), y.to_host(), "dropout_backward");
+  }
+}
+
+TEST_F(CudaKernels, CsrDropoutIsIdenticalToTheCpuIncludingEmptyRows) {
+  for (const bool values : {true, false}) {
+    const test::HostCsr h = random_csr(57, 300, 40, values, 55);
+    const CsrMatrix a = h.to_device(), ag = up(h);
+    std::vector<GlobalId> ids(57);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<GlobalId>(3 * i + 1);
+    const Buffer<GlobalId> idsg = up(ids);
+    for (const float p : {0.0f, 0.5f, 1.0f}) {
+      Matrix out(1, a.nnz()), outg(1, a.nnz(), gpu);
+      const RngKey key{4, RngPurpose::dropout, 1, 2};
+      kernels::dropout_csr(*cpu, key, ids.data(), p, a.view(), out.data());
+      kernels::dropout_csr(*gpu, key, idsg.data(), p, ag.view(), outg.data());
+      expect_equal(outg.to_host(), out.to_host(), "dropout_csr");
+    }
+  }
+}
+
+TEST_F(CudaKernels, LossesAndCountsMatchReferenceWithMasksAndMissingLabels) {
+  const std::int64_t n = 301, c = 7;
+  Matrix logits = random_matrix(n, c, 60);
+  for (float& v : logits.host()) v *= 8.0f;  // large logits exercise the stable forms
+  std::vector<std::int32_t> labels(n);
+  std::vector<std::uint8_t> mask(n), targets(static_cast<std::size_t>(n * c));
+  const CounterRng rng(RngKey{1, RngPurpose::test, 61, 0});
+  for (std::int64_t i = 0; i < n; ++i) {
+    labels[i] = static_cast<std::int32_t>(rng.word(i, 0) % (c + 1)) - 1;  // -1: unlabelled
+    mask[i] = rng.word(i, 1) % 3 != 0;
+    for (std::int64_t j = 0; j < c; ++j) targets[i * c + j] = rng.word(i, 2 + j) % 2;
+  }
+  const Matrix lg = up(logits);
+  const auto labg = up(labels);
+  const auto maskg = up(mask);
+  const auto tg = up(targets);
+  for (const bool masked : {true, false}) {
+    const std::uint8_t* m = masked ? mask.data() : nullptr;
+    const std::uint8_t* mg = masked ? maskg.data() : nullptr;
+    Matrix g(n, c), gg(n, c, gpu);
+    const double l = kernels::softmax_cross_entropy(*cpu, logits.view(), labels.data(), m, 0.5f, g.view());
+    const double lgpu = kernels::softmax_cross_entropy(*gpu, lg.view(), labg.data(), mg, 0.5f, gg.view());
+    EXPECT_NEAR(lgpu, l, 1e-9 * std::fabs(l)) << "softmax_cross_entropy loss";  // double sums
+    expect_close(gg.to_host(), g.to_host(), 1e-6, "softmax_cross_entropy grad");
+
+    const double b = kernels::sigmoid_bce(*cpu, logits.view(), targets.data(), m, 0.25f, g.view());
+    const double bgpu = kernels::sigmoid_bce(*gpu, lg.view(), tg.data(), mg, 0.25f, gg.view());
+    EXPECT_NEAR(bgpu, b, 1e-9 * std::fabs(b)) << "sigmoid_bce loss";
+    expect_close(gg.to_host(), g.to_host(), 1e-6, "sigmoid_bce grad");
+
+    const auto acc = kernels::count_correct(*cpu, logits.view(), labels.data(), m);
+    const auto accg = kernels::count_correct(*gpu, lg.view(), labg.data(), mg);
+    EXPECT_EQ(accg.correct, acc.correct);
+    EXPECT_EQ(accg.total, acc.total);
+    const auto ml = kernels::count_multilabel(*cpu, logits.view(), targets.data(), m);
+    const auto mlg = kernels::count_multilabel(*gpu, lg.view(), tg.data(), mg);
+    EXPECT_EQ(mlg.true_pos, ml.true_pos);
+    EXPECT_EQ(mlg.false_pos, ml.false_pos);
+    EXPECT_EQ(mlg.false_neg, ml.false_neg);
+  }
+  // Zero rows: zero loss, zero counts.
+  Matrix none(0, c, gpu);
+  EXPECT_EQ(kernels::softmax_cross_entropy(*gpu, none.view(), labg.data(), nullptr, 1.0f, none.view()), 0.0);
+  EXPECT_EQ(kernels::count_correct(*gpu, none.view(), labg.data(), nullptr).total, 0);
+  // A label beyond the classes is an error on the GPU too.
+  std::vector<std::int32_t> bad(labels);
+  bad[17] = static_cast<std::int32_t>(c);
+  const auto badg = up(bad);
+  Matrix gg(n, c, gpu);
+  EXPECT_THROW(kernels::softmax_cross_entropy(*gpu, lg.view(), badg.data(), nullptr, 1.0f, gg.view()),
+               Error);
+}
+
+TEST_F(CudaKernels, OptimiserStepsMatchReference) {
+  const std::int64_t n = 1001;
+  for (const bool decoupled : {false, true}) {
+    Matrix w = random_matrix(1, n, 70), m = random_matrix(1, n, 71), v = random_matrix(1, n, 72);
+    for (float& e : v.host()) e = std::fabs(e);
+    const Matrix g = random_matrix(1, n, 73);
+    Matrix wg = up(w), mg = up(m), vg = up(v);
+    const Matrix gg = up(g);
+    kernels::AdamParams p;
+    p.weight_decay = 5e-4f;
+    p.decoupled = decoupled;
+    for (int step = 1; step <= 3; ++step) {
+      kernels::adam_step(*cpu, n, w.data(), g.data(), m.data(), v.data(), p, step);
+      kernels::adam_step(*gpu, n, wg.data(), gg.data(), mg.data(), vg.data(), p, step);
+    }
+    expect_close(wg.to_host(), w.to_host(), 1e-5, "adam w");
+    expect_close(mg.to_host(), m.to_host(), 1e-6, "adam m");
+    expect_close(vg.to_host(), v.to_host(), 1e-6, "adam v");
+  }
+  for (const bool momentum : {false, true}) {
+    Matrix w = random_matrix(1, n, 74), mom(1, n);
+    const Matrix g = random_matrix(1, n, 75);
+    Matrix wg = up(w), momg = up(mom);
+    const Matrix gg = up(g);
+    for (int step = 0; step < 3; ++step) {
+      kernels::sgd_step(*cpu, n, w.data(), g.data(), momentum ? mom.data() : nullptr, 0.1f, 0.9f, 1e-3f);
+      kernels::sgd_step(*gpu, n, wg.data(), gg.data(), momentum ? momg.data() : nullptr, 0.1f, 0.9f, 1e-3f);
+    }
+    expect_close(wg.to_host(), w.to_host(), 1e-6, "sgd w");
+  }
+}
+
+TEST_F(CudaKernels, HeadKernelsMatchReference) {
+  const std::int32_t heads = 3;
+  const std::int64_t rows = 41, f = 5;
+  const Matrix z = random_matrix(rows, heads * f, 80), a = random_matrix(heads, f, 81);
+  const Matrix zg = up(z), ag = up(a);
+  Matrix s(rows, heads), sg(rows, heads, gpu);
+  kernels::head_dot(*cpu, z.view(), a.data(), heads, s.data());
+  kernels::head_dot(*gpu, zg.view(), ag.data(), heads, sg.data());
+  expect_close(sg.to_host(), s.to_host(), kDotTol, "head_dot");
+
+  const Matrix gs = random_matrix(rows, heads, 82);
+  const Matrix gsg = up(gs);
+  Matrix gz = random_matrix(rows, heads * f, 83), ga = random_matrix(heads, f, 84);
+  Matrix gzg = up(gz), gag = up(ga);
+  kernels::head_dot_backward(*cpu, z.view(), a.data(), heads, gs.data(), gz.view(), ga.data());
+  kernels::head_dot_backward(*gpu, zg.view(), ag.data(), heads, gsg.data(), gzg.view(), gag.data());
+  expect_close(gzg.to_host(), gz.to_host(), kDotTol, "head_dot_backward gz");
+  expect_close(gag.to_host(), ga.to_host(), kDotTol, "head_dot_backward ga");
+
+  Matrix y(rows, f), yg(rows, f, gpu);
+  kernels::head_mean(*cpu, z.view(), heads, y.view());
+  kernels::head_mean(*gpu, zg.view(), heads, yg.view());
+  expect_close(yg.to_host(), y.to_host(), 1e-6, "head_mean");
+  Matrix gx(rows, heads * f), gxg(rows, heads * f, gpu);
+  kernels::head_mean_backward(*cpu, y.view(), heads, gx.view());
+  kernels::head_mean_backward(*gpu, yg.view(), heads, gxg.view());
+  expect_close(gxg.to_host(), gx.to_host(), 1e-6, "head_mean_backward");
+}
+
+TEST_F(CudaKernels, GatAggregateAndBackwardMatchReferenceIncludingEmptyRows) {
+  for (const std::int32_t heads : {1, 4}) {
+    for (const bool multiplicity : {false, true}) {
+      const std::int64_t rows = 67, cols = 80, f = 6;  // some rows empty (per_row hash can be 0)
+      const test::HostCsr h = random_csr(rows, cols, 45, multiplicity, 90 + heads);
+      const test::HostTranspose ht = test::transpose(h);
+      const CsrMatrix a = h.to_device(), ag = up(h);
+      const CsrMatrix at = ht.t.to_device(), atg = up(ht.t);
+      const auto t2a = up(ht.t_to_a);
+      const Matrix z = random_matrix(cols, heads * f, 91), sd = random_matrix(rows, heads, 92),
+                   ss = random_matrix(cols, heads, 93), gy = random_matrix(rows, heads * f, 94);
+      const Matrix zg = up(z), sdg = up(sd), ssg = up(ss), gyg = up(gy);
+      const auto nnz = static_cast<std::int64_t>(h.col.size());
+      Matrix alpha(nnz, heads), alphag(nnz, heads, gpu), y(rows, heads * f), yg(rows, heads * f, gpu);
+      kernels::gat_aggregate(*cpu, a.view(), z.view(), sd.data(), ss.data(), heads, 0.2f,
+                             alpha.data(), y.view());
+      kernels::gat_aggregate(*gpu, ag.view(), zg.view(), sdg.data(), ssg.data(), heads, 0.2f,
+                             alphag.data(), yg.view());
+      expect_close(alphag.to_host(), alpha.to_host(), 1e-5, "gat alpha");
+      expect_close(yg.to_host(), y.to_host(), 1e-5, "gat y");
+
+      Matrix eg(nnz, heads), egg(nnz, heads, gpu), gsd(rows, heads), gsdg(rows, heads, gpu),
+          gss(cols, heads), gssg(cols, heads, gpu), gz(cols, heads * f), gzg(cols, heads * f, gpu);
+      kernels::gat_aggregate_backward(*cpu, a.view(), at.view(), ht.t_to_a.data(), z.view(),
+                                      sd.data(), ss.data(), heads, 0.2f, alpha.data(), gy.view(),
+                                      eg.data(), gsd.data(), gss.data(), gz.view());
+      kernels::gat_aggregate_backward(*gpu, ag.view(), atg.view(), t2a.data(), zg.view(),
+                                      sdg.data(), ssg.data(), heads, 0.2f, alphag.data(),
+                                      gyg.view(), egg.data(), gsdg.data(), gssg.data(), gzg.view());
+      expect_close(gsdg.to_host(), gsd.to_host(), 1e-5, "gat gs_dst");
+      expect_close(gssg.to_host(), gss.to_host(), 1e-5, "gat gs_src");
+      expect_close(gzg.to_host(), gz.to_host(), 1e-5, "gat gz");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace halognn
