@@ -9,6 +9,13 @@ if(NOT GNN_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)   # H100/H200; override with -DCMAKE_CUDA_ARCHITECTURES=...
     endif()
     enable_language(CUDA)
+    # CMake 3.25 does not know nvcc's C++20 flag ("CUDA20 dialect not supported"): teach it.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+      set(CMAKE_CUDA20_COMPILE_FEATURES cuda_std_20)
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)

@@ -8,9 +8,17 @@ function(halognn_add_unit_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LABELS;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE halognn ${T_LIBS} GTest::gtest GTest::gtest_main)
-  # DISCOVERY_TIMEOUT must precede PROPERTIES: after it, every word is a property.
+  # DISCOVERY_TIMEOUT must precede PROPERTIES: after it, every word is a property. The label
+  # list's ';' is escaped, or the second label would be read as a property name. GPU suites
+  # (LABELS cuda) are not `unit`, so `ctest -L unit` never needs a GPU.
+  if("cuda" IN_LIST T_LABELS)
+    set(labels ${T_LABELS})
+  else()
+    set(labels unit ${T_LABELS})
+  endif()
+  string(REPLACE ";" "\\;" labels "${labels}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES LABELS "unit;${T_LABELS}" TIMEOUT 300
+                       PROPERTIES LABELS "${labels}" TIMEOUT 300
                        ENVIRONMENT "HALOGNN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()
 

@@ -58,6 +58,9 @@ class EmulatedLinkTransport final : public Transport {
   Rank rank() const override { return inner_.rank(); }
   Rank size() const override { return inner_.size(); }
   int max_tag() const override { return inner_.max_tag() / 2 - 1; }
+  bool accepts_device_memory(const Device& dev) const override {
+    return inner_.accepts_device_memory(dev);
+  }
 
   Request exchange(std::span<const PeerBytes> sends, std::span<const PeerBytesMut> recvs,
                    int tag) override {

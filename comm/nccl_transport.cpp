@@ -92,8 +92,8 @@ class NcclTransport final : public Transport {
     // Inside a group NCCL posts every operation before progressing any, so the order of sends
     // and receives does not matter; exceptions here would leave the group open, so peers are
     // validated before it.
-    for (const PeerBytesMut& r : recvs) check_peer(r.peer);
-    for (const PeerBytes& s : sends) check_peer(s.peer);
+    for (const PeerBytesMut& r : recvs) check_block(r.peer, r.bytes.data(), r.bytes.size());
+    for (const PeerBytes& s : sends) check_block(s.peer, s.bytes.data(), s.bytes.size());
     for (const PeerBytesMut& r : recvs)
       if (!r.bytes.empty())
         GNN_CHECK_NCCL(ncclRecv(r.bytes.data(), r.bytes.size(), ncclUint8, r.peer, nccl_, stream_));
@@ -152,6 +152,18 @@ class NcclTransport final : public Transport {
   void check_peer(Rank peer) const {
     GNN_ASSERT(peer >= 0 && peer < size_, "nccl transport: peer ", peer, " outside [0, ", size_,
                ")");
+  }
+  /// A valid peer, and a block in this GPU's memory: a wrapper that stages device data through
+  /// the host (one that does not forward accepts_device_memory) would otherwise hand NCCL host
+  /// pointers, which fails deep inside NCCL or corrupts memory.
+  void check_block(Rank peer, const void* p, std::size_t bytes) const {
+    check_peer(peer);
+    if (bytes == 0) return;
+    cudaPointerAttributes attr{};
+    GNN_CHECK_CUDA(cudaPointerGetAttributes(&attr, p));
+    GNN_ASSERT(attr.type == cudaMemoryTypeDevice && attr.device == cuda_->ordinal(),
+               "nccl transport: an exchange block is not in the memory of ", cuda_->name(),
+               " (a transport wrapper must forward accepts_device_memory)");
   }
   /// Orders the NCCL stream after everything queued so far on the GPU's compute stream (the
   /// encoded send blocks, the gradients).

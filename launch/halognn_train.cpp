@@ -65,6 +65,8 @@ Cli parse_cli(int argc, char** argv) {
       ("dropout", po::value(&c.dropout)->default_value(0.5f), "dropout probability on layer inputs")
       ("seed", po::value(&c.seed)->default_value(1), "seed of every random choice")
       ("eval-every", po::value(&c.eval_every)->default_value(1), "evaluate every N epochs")
+      ("dense-features", "keep layer 0's input dense even when under 10% of it is non-zero "
+       "(default: such features are held as CSR, which is faster and smaller)")
       ("row-normalize", po::bool_switch(&c.row_normalize_features),
        "divide each feature row by its sum (Kipf & Welling preprocessing)");
   po::options_description comm_opts("Halo exchange");
@@ -105,6 +107,7 @@ Cli parse_cli(int argc, char** argv) {
   os << "usage: mpirun -np K halognn-train --partition DIR [options]\n" << all;
   cli.help_text = os.str();
   if (cli.help) return cli;
+  c.sparse_features = vm.count("dense-features") == 0;
   c.model = parse_model_kind(model);
   c.optimizer = parse_optimizer_kind(optimizer);
   c.exchange = parse_exchange_mode(exchange);
@@ -226,6 +229,9 @@ int main(int argc, char** argv) {
       trainer = std::make_unique<Trainer>(cli.cfg, std::move(part), *transport, dev);
     });
     const bool multilabel = trainer->multilabel();
+    if (rank == 0 && !cli.cfg.quiet)
+      std::cout << "halognn-train: layer-0 input on rank 0: "
+                << (trainer->sparse_input() ? "sparse (CSR)" : "dense") << "\n";
 
     Json lines = Json::array();
     const FinalMetrics final = trainer->run([&](const EpochMetrics& m) {

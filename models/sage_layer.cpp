@@ -51,8 +51,8 @@ class SageLayer final : public Layer {
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
       kernels::spmm(dev, x_csr_, weight_neigh_.value.view(), 0.0f, t.view());
       kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
-      kernels::spmm(dev, csr_top_rows(dev, x_csr_, g.num_owned), weight_self_.value.view(), 1.0f,
-                    y);
+      x_own_csr_ = csr_top_rows(dev, x_csr_, g.num_owned);
+      kernels::spmm(dev, x_own_csr_, weight_self_.value.view(), 1.0f, y);
     } else {
       x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
       const ConstDenseView x_own = x.rows_range(0, g.num_owned);
@@ -76,8 +76,7 @@ class SageLayer final : public Layer {
     const Device& dev = *dev_;
     if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
     if (used_sparse_) {
-      kernels::spmm_transpose(dev, csr_top_rows(dev, x_csr_, g.num_owned), gy, 1.0f,
-                              weight_self_.grad.view());
+      kernels::spmm_transpose(dev, x_own_csr_, gy, 1.0f, weight_self_.grad.view());
     } else {
       kernels::gemm(dev, true, false, 1.0f, x_.rows_range(0, g.num_owned), gy, 1.0f,
                     weight_self_.grad.view());
@@ -114,6 +113,7 @@ class SageLayer final : public Layer {
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x
   CsrView x_csr_;                    ///< the last forward's sparse x
+  CsrView x_own_csr_;                ///< its owned rows
   Matrix saved_h_;                   ///< neighbour means (aggregate first, dense)
   Matrix scratch_;
 };

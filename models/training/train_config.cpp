@@ -46,6 +46,7 @@ Json TrainConfig::to_json() const {
   j.set("seed", seed);
   j.set("eval_every", eval_every);
   j.set("row_normalize_features", row_normalize_features);
+  j.set("sparse_features", sparse_features);
   j.set("codec", codec);
   j.set("codec_forward", codec_forward);
   j.set("codec_backward", codec_backward);

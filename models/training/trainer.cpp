@@ -101,7 +101,8 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     x_.emplace_back(n_local, w, dev_);
     const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && sparse_input_);
     xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
-    gx_.emplace_back(n_local, w, dev_);
+    // Layer 0's input gradient is never needed (features are constants).
+    gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
   }
   if (cfg_.exchange == ExchangeMode::pipelined) {
     GNN_CHECK_CONFIG(cfg_.staleness_bound >= 0, "--staleness-bound must be non-negative");
@@ -154,6 +155,7 @@ void Trainer::exchange_features_once() {
     // All local rows, halo included; forward points layer 0 at these values or the dropped ones.
     x0_csr_ = kernels::dense_to_csr(dev_, x_[0].view());
     x0_dropped_ = Buffer<float>(static_cast<std::size_t>(x0_csr_.nnz()), dev_);
+    x_[0] = Matrix();  // the CSR is all layer 0 reads from now on (1.2 GB saved on Physics)
   }
 }
 
@@ -243,7 +245,10 @@ void Trainer::forward(std::int64_t epoch, bool training) {
     // Evaluation in pipelined mode runs synchronously on its own buffers, so the stale halo rows
     // the next training epoch will use stay untouched. Layer 0's rows are constants: shared.
     Matrix& xm = (pipelined_mode && !training && l > 0) ? xe_[l] : x_[l];
-    DenseView x = xm.view();
+    // In sparse mode layer 0's dense input is gone; only its shape is passed.
+    DenseView x = (l == 0 && sparse_input_)
+                      ? DenseView{nullptr, part_.num_local(), layers_[0]->in_dim()}
+                      : xm.view();
     if (l > 0) {
       if (pipelined) {
         pipelined_forward_exchange(l, epoch);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "comm/emulated_link.hpp"
@@ -51,11 +52,16 @@ TEST(EmulatedLink, CompletionTimesFollowTheModel) {
   Request a = post(0);
   Request b = post(k);
   a.wait();
-  const double ta = link_clock_now() - t0;
+  const double ta = link_clock_now();
   b.wait();
-  const double tb = link_clock_now() - t0;
-  const double model_a = k * link.transfer_s(bytes) + link.latency_s();      // 14 ms
-  const double model_b = 2 * k * link.transfer_s(bytes) + link.latency_s();  // 26 ms
+  const double tb = link_clock_now();
+  // Ranks leave the barrier at different times, and all processes share one clock: a receive is
+  // bounded by the *sender's* posting time, a send by this rank's own.
+  std::vector<double> posted(static_cast<std::size_t>(size));
+  MPI_Allgather(&t0, 1, MPI_DOUBLE, posted.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  const double tr = link.transfer_s(bytes);  // 4 ms
+  const double model_a = std::max(t0 + k * tr, posted[prev] + k * tr + link.latency_s());
+  const double model_b = std::max(t0 + 2 * k * tr, posted[prev] + 2 * k * tr + link.latency_s());
   // Never early (small slack for clock reads); late by at most scheduling noise on an
   // oversubscribed machine (ranks may share a core): 25 ms.
   EXPECT_GE(ta, model_a - 1e-4);
