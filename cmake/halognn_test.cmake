@@ -1,6 +1,7 @@
 # Test registration helpers. Labels: unit, mpi, cuda, slow.
 #   halognn_add_unit_test(NAME SOURCES a.cpp b.cpp [LABELS slow ...])
-#     one GoogleTest binary linked with gtest_main, discovered test by test, label `unit`.
+#     one GoogleTest binary linked with gtest_main, discovered test by test, label `unit`; extra
+#     LABELS apply to every test of the calling folder.
 #   halognn_add_mpi_test(NAME SOURCES a.cpp [RANKS 2 4] [LABELS ...])
 #     one GoogleTest binary linked with test/mpi_main.cpp, registered once per rank count as
 #     NAME.npN under mpiexec --oversubscribe, label `mpi`.
@@ -8,18 +9,16 @@ function(halognn_add_unit_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LABELS;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE halognn ${T_LIBS} GTest::gtest GTest::gtest_main)
-  # DISCOVERY_TIMEOUT must precede PROPERTIES: after it, every word is a property. The label
-  # list's ';' is escaped, or the second label would be read as a property name. GPU suites
-  # (LABELS cuda) are not `unit`, so `ctest -L unit` never needs a GPU.
-  if("cuda" IN_LIST T_LABELS)
-    set(labels ${T_LABELS})
-  else()
-    set(labels unit ${T_LABELS})
-  endif()
-  string(REPLACE ";" "\\;" labels "${labels}")
+  # DISCOVERY_TIMEOUT must precede PROPERTIES: after it, every word is a property. Only one
+  # label survives gtest_discover_tests in CMake 3.25 (a list is split into property names,
+  # escaped or not), so extra labels (slow, cuda) go on the test folder: the LABELS directory
+  # property adds them to every test registered there.
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-                       PROPERTIES LABELS "${labels}" TIMEOUT 300
+                       PROPERTIES LABELS unit TIMEOUT 300
                        ENVIRONMENT "HALOGNN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  if(T_LABELS)
+    set_property(DIRECTORY APPEND PROPERTY LABELS ${T_LABELS})
+  endif()
 endfunction()
 
 function(halognn_add_mpi_test name)
