@@ -47,6 +47,8 @@ class NcclTransport final : public Transport {
     GNN_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     GNN_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     GNN_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+    // Host collectives (metrics, error agreement) are the MPI transport's business.
+    host_ = make_mpi_transport(comm_);
     cuda_->make_current();
     // Every rank learns of a shared GPU (not only the two sharing it), so none is left waiting in
     // ncclCommInitRank.
@@ -115,11 +117,11 @@ class NcclTransport final : public Transport {
 
   void all_reduce_sum(const Device& dev, float* data, std::size_t n) override {
     if (n == 0) return;
-    collective_bytes_ += n * sizeof(float);
     if (dev.is_host()) {
-      reduce_in_place(data, n, MPI_FLOAT, MPI_SUM);
+      host_->all_reduce_sum(dev, data, n);
       return;
     }
+    collective_bytes_ += n * sizeof(float);
     GNN_ASSERT(accepts_device_memory(dev), "nccl transport: all-reduce of data on ", dev.name(),
                ", the transport drives ", cuda_->name());
     cuda_->make_current();
@@ -127,25 +129,21 @@ class NcclTransport final : public Transport {
     GNN_CHECK_NCCL(ncclAllReduce(data, data, n, ncclFloat, ncclSum, nccl_, stream_));
     GNN_CHECK_CUDA(cudaStreamSynchronize(stream_));
   }
-  void all_reduce_sum(double* data, std::size_t n) override {
-    collective_bytes_ += n * sizeof(double);
-    reduce_in_place(data, n, MPI_DOUBLE, MPI_SUM);
-  }
-  void all_reduce_max(double* data, std::size_t n) override {
-    collective_bytes_ += n * sizeof(double);
-    reduce_in_place(data, n, MPI_DOUBLE, MPI_MAX);
-  }
+  void all_reduce_sum(double* data, std::size_t n) override { host_->all_reduce_sum(data, n); }
+  void all_reduce_max(double* data, std::size_t n) override { host_->all_reduce_max(data, n); }
   void all_reduce_sum(std::int64_t* data, std::size_t n) override {
-    collective_bytes_ += n * sizeof(std::int64_t);
-    reduce_in_place(data, n, MPI_INT64_T, MPI_SUM);
+    host_->all_reduce_sum(data, n);
   }
-  void barrier() override { GNN_CHECK_MPI(MPI_Barrier(comm_)); }
+  void barrier() override { host_->barrier(); }
 
   std::uint64_t bytes_sent() const override { return bytes_sent_; }
-  std::uint64_t collective_bytes() const override { return collective_bytes_; }
+  std::uint64_t collective_bytes() const override {
+    return collective_bytes_ + host_->collective_bytes();
+  }
   void reset_counters() override {
     bytes_sent_ = 0;
     collective_bytes_ = 0;
+    host_->reset_counters();
   }
 
  private:
@@ -195,18 +193,10 @@ class NcclTransport final : public Transport {
                           " on " + host + " (use --transport mpi, or fewer ranks per node)");
     }
   }
-  template <typename T>
-  void reduce_in_place(T* data, std::size_t n, MPI_Datatype type, MPI_Op op) {
-    constexpr std::size_t kMaxChunk = std::size_t{1} << 28;
-    for (std::size_t off = 0; off < n; off += kMaxChunk) {
-      const std::size_t m = std::min(kMaxChunk, n - off);
-      GNN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, static_cast<int>(m), type, op, comm_));
-    }
-  }
-
   DevicePtr dev_;
   const CudaDevice* cuda_ = nullptr;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  std::unique_ptr<Transport> host_;
   Rank rank_ = 0;
   Rank size_ = 1;
   ncclComm_t nccl_ = nullptr;

@@ -10,7 +10,74 @@
 namespace halognn {
 namespace {
 
+// The hot loops are compiled twice, for the x86-64 baseline (SSE2) and for AVX2, and the
+// loader picks the version the CPU supports (GCC function multiversioning), so the build stays
+// portable (no -march). Both run the same integer and IEEE float operations: same bytes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define HALOGNN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef HALOGNN_SIMD_CLONES
+#define HALOGNN_SIMD_CLONES
+#endif
+
 enum class Half : std::uint8_t { fp16, bf16 };
+
+/// |f| + 0.5f, the one float operation of half_nearest.
+inline float abs_plus_half(float f) { return f16::bits_float(f16::float_bits(f) & 0x7FFFFFFFu) + 0.5f; }
+
+/// f16::float_to_half(f) (round to nearest even) without branches, so that a compiler converts
+/// many values at once (SIMD); every float gives the same bits as the scalar function:
+/// - normal results (|f| in [2^-14, 65520)): the scalar fast path's integer rounding;
+/// - subnormal results and zero (|f| < 2^-14): `sum` = abs_plus_half(f) rounds |f| to a
+///   multiple of 2^-24 (the ulp of 0.5f) to nearest even in one IEEE addition, and the
+///   mantissa of the sum is the binary16 bit pattern (1024 for a carry into the smallest normal,
+///   which is its pattern too); float32 subnormal inputs round to 0 either way, so
+///   denormals-are-zero modes do not matter;
+/// - |f| >= 65520 and inf give inf (0x7C00), NaN gives the quiet NaN 0x7E00, signs kept.
+inline std::uint16_t half_nearest(float f, float sum) {
+  const std::uint32_t bits = f16::float_bits(f);
+  const std::uint32_t sign = (bits >> 16) & 0x8000u;
+  const std::uint32_t abs = bits & 0x7FFFFFFFu;
+  const std::uint32_t normal = (abs - (112u << 23) + 0xFFFu + ((abs >> 13) & 1u)) >> 13;
+  const std::uint32_t subnormal = f16::float_bits(sum) - 0x3F000000u;
+  std::uint32_t r = abs < 0x38800000u ? subnormal : normal;
+  r = abs >= 0x477FF000u ? 0x7C00u : r;
+  r = abs > 0x7F800000u ? 0x7E00u : r;
+  return static_cast<std::uint16_t>(sign | r);
+}
+
+/// f16::float_to_bf16(f) (round to nearest even) without branches.
+inline std::uint16_t bf16_nearest(float f) {
+  const std::uint32_t bits = f16::float_bits(f);
+  const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  const std::uint32_t nan = (bits >> 16) | 0x0040u;
+  return static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+}
+
+/// Elements converted per step: a stack buffer of this many 16-bit values is copied to the
+/// (possibly unaligned) output.
+constexpr std::int64_t kStep = 2048;
+
+/// Converts src[0, len) (len <= kStep) into dst; returns true when a value is not finite.
+template <Half kind>
+HALOGNN_SIMD_CLONES bool convert_step(const float* src, std::int64_t len, std::uint16_t* dst) {
+  std::uint32_t bad = 0;
+  for (std::int64_t j = 0; j < len; ++j)
+    bad |= (f16::float_bits(src[j]) & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
+  if constexpr (kind == Half::bf16) {
+    for (std::int64_t j = 0; j < len; ++j) dst[j] = bf16_nearest(src[j]);
+  } else {
+    // The float addition gets its own loop: inside the selecting loop GCC would compute it only
+    // on the subnormal branch (it may raise FP flags, so it is not speculated), and the branch
+    // keeps that loop from vectorising.
+    alignas(64) float sum[kStep];
+    for (std::int64_t j = 0; j < len; ++j) sum[j] = abs_plus_half(src[j]);
+    for (std::int64_t j = 0; j < len; ++j) dst[j] = half_nearest(src[j], sum[j]);
+  }
+  return bad != 0;
+}
 
 /// Rows cross as 16-bit floats, row-major, two little-endian bytes per value; no metadata.
 /// Finite values too large for fp16 (|x| >= 65520) become +-inf, as IEEE rounding prescribes.
@@ -27,28 +94,26 @@ class HalfCodec final : public Codec {
               std::span<std::byte> out) const override {
     if (dev.kind() == DeviceKind::cuda) return encode_on_gpu(dev, rows, ctx, out);
     codec_detail::check_call(*this, dev, out.size(), rows.rows, rows.cols, "encode");
-    const std::int64_t n_rows = rows.rows, cols = rows.cols;
+    // The block is contiguous: convert it as one flat array, then name the first bad row.
+    const std::int64_t n = rows.rows * rows.cols;
+    const float* src = rows.data;
     std::byte* dst = out.data();
-    std::vector<std::uint8_t> bad(static_cast<std::size_t>(n_rows), 0);
+    const std::int64_t steps = (n + kStep - 1) / kStep;
     bool any_bad = false;
 #pragma omp parallel for schedule(static) reduction(|| : any_bad) \
-    if (n_rows * cols >= codec_detail::kParallelMinElements)
-    for (std::int64_t i = 0; i < n_rows; ++i) {
-      const float* src = rows.row(i);
-      std::uint16_t buf[256];
-      for (std::int64_t j0 = 0; j0 < cols; j0 += 256) {
-        const std::int64_t len = std::min<std::int64_t>(256, cols - j0);
-        bool finite = true;
-        for (std::int64_t j = 0; j < len; ++j) {
-          finite = finite && f16::is_finite(src[j0 + j]);
-          buf[j] = kind == Half::fp16 ? f16::float_to_half(src[j0 + j]) : f16::float_to_bf16(src[j0 + j]);
-        }
-        if (!finite) bad[i] = 1;
-        std::memcpy(dst + (i * cols + j0) * 2, buf, static_cast<std::size_t>(len) * 2);
-      }
-      any_bad = any_bad || bad[i];
+    if (n >= codec_detail::kParallelMinElements)
+    for (std::int64_t t = 0; t < steps; ++t) {
+      const std::int64_t k0 = t * kStep, len = std::min(kStep, n - k0);
+      alignas(64) std::uint16_t buf[kStep];
+      const bool bad = convert_step<kind>(src + k0, len, buf);
+      std::memcpy(dst + k0 * 2, buf, static_cast<std::size_t>(len) * 2);
+      any_bad = any_bad || bad;
     }
-    if (any_bad) codec_detail::throw_first_non_finite(*this, rows, ctx, bad);
+    if (!any_bad) return;
+    std::vector<std::uint8_t> bad(static_cast<std::size_t>(rows.rows), 0);
+    for (std::int64_t i = 0; i < rows.rows; ++i)
+      bad[i] = codec_detail::first_non_finite(rows.row(i), rows.cols) >= 0 ? 1 : 0;
+    codec_detail::throw_first_non_finite(*this, rows, ctx, bad);
   }
 
   void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,

@@ -16,6 +16,18 @@
 namespace halognn {
 namespace {
 
+// The hot loops are compiled twice, for the x86-64 baseline (SSE2) and for AVX2, and the
+// loader picks the version the CPU supports (GCC function multiversioning), so the build stays
+// portable (no -march). Both run the same integer and IEEE float operations: same bytes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define HALOGNN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef HALOGNN_SIMD_CLONES
+#define HALOGNN_SIMD_CLONES
+#endif
+
 using quant::MetaFormat;
 using quant::RowGrid;
 
@@ -56,40 +68,65 @@ RowGrid read_grid(const std::byte* meta, std::int64_t i, MetaFormat m) {
   return g;
 }
 
-/// Packs elements [k0, k1) of the block (k = row * cols + column) into the payload.
+/// Elements whose Philox words are generated in one batch (64 blocks of four): small enough
+/// to stay in L1 next to the chunk's q values, large enough to amortise the loop set-up.
+constexpr std::int64_t kBatch = 256;
+
+/// The q values of row elements [c, end) into q[0, end - c), for a row with scale != 0.
+/// Two SIMD-friendly loops per batch: the Philox words of every block the batch touches
+/// (CounterRng::blocks), then quant::quantize_word per element.
+HALOGNN_SIMD_CLONES void quantize_run(const float* src, std::int64_t c, std::int64_t end, RowGrid g, float levels_f,
+                  const CounterRng& rng, std::uint64_t item, std::uint8_t* q) {
+  alignas(64) std::uint32_t words[kBatch];
+  for (std::int64_t s = c; s < end;) {
+    const std::int64_t base = s & ~std::int64_t{3};  // first element of s's Philox block
+    const std::int64_t stop = std::min(end, base + kBatch);
+    rng.blocks(item, static_cast<std::uint64_t>(base) >> 2, (stop - base + 3) >> 2, words);
+    const std::uint32_t* w = words + (s - base);
+    const float* h = src + s;
+    std::uint8_t* out = q + (s - c);
+    const std::int64_t len = stop - s;
+    for (std::int64_t j = 0; j < len; ++j)
+      out[j] = static_cast<std::uint8_t>(quant::quantize_word(h[j], g, levels_f, w[j]));
+    s = stop;
+  }
+}
+
+/// Packs `n` q values into ceil(n * kBits / 8) bytes, LSB-first; q must hold a multiple of
+/// 8 / kBits values past n that this zero-fills (the padding bits of the last byte).
+template <int kBits>
+void pack(std::uint8_t* q, std::int64_t n, std::uint8_t* dst) {
+  constexpr int per_byte = 8 / kBits;
+  if constexpr (kBits == 8) {
+    std::memcpy(dst, q, static_cast<std::size_t>(n));
+    return;
+  }
+  const std::int64_t bytes = (n * kBits + 7) / 8;
+  for (std::int64_t k = n; k < bytes * per_byte; ++k) q[k] = 0;
+  for (std::int64_t b = 0; b < bytes; ++b) {
+    std::uint32_t acc = 0;
+    for (int t = 0; t < per_byte; ++t) acc |= static_cast<std::uint32_t>(q[b * per_byte + t]) << (t * kBits);
+    dst[b] = static_cast<std::uint8_t>(acc);
+  }
+}
+
+/// Packs elements [k0, k1) of the block (k = row * cols + column) into the payload: the q
+/// values of the chunk first (row run by row run), then the bits.
 template <int kBits>
 void encode_chunk(ConstDenseView rows, const RowGrid* grids, const GlobalId* ids,
                   const CounterRng& rng, std::int64_t k0, std::int64_t k1, std::uint8_t* payload) {
   constexpr std::uint32_t levels = (1u << kBits) - 1u;
+  alignas(64) std::uint8_t q[kChunk];
   const std::int64_t cols = rows.cols;
-  std::uint8_t* dst = payload + k0 * kBits / 8;
-  std::uint32_t acc = 0;
-  int filled = 0;
-  auto emit = [&](std::uint32_t q) {
-    acc |= q << filled;
-    filled += kBits;
-    if (filled == 8) {
-      *dst++ = static_cast<std::uint8_t>(acc);
-      acc = 0;
-      filled = 0;
-    }
-  };
   std::int64_t r = k0 / cols, c = k0 % cols;
   for (std::int64_t k = k0; k < k1;) {
     const std::int64_t end = std::min(cols, c + (k1 - k));
     const RowGrid g = grids[r];
-    if (g.scale == 0.0f) {
-      for (std::int64_t j = c; j < end; ++j) emit(0);  // constant row: every value is lo
-    } else {
-      const float* src = rows.row(r);
-      const std::uint64_t item = static_cast<std::uint64_t>(ids[r]);
-      std::uint32_t w[4];
-      rng.block(item, static_cast<std::uint64_t>(c) >> 2, w);
-      for (std::int64_t j = c; j < end; ++j) {
-        if ((j & 3) == 0 && j != c) rng.block(item, static_cast<std::uint64_t>(j) >> 2, w);
-        emit(quant::quantize_value(src[j], g, levels, quant::word_to_uniform(w[j & 3])));
-      }
-    }
+    if (g.scale == 0.0f)
+      std::memset(q + (k - k0), 0, static_cast<std::size_t>(end - c));  // constant row: all lo
+    else
+      quantize_run(rows.row(r), c, end, g, static_cast<float>(levels), rng,
+                   static_cast<std::uint64_t>(ids[r]), q + (k - k0));
     k += end - c;
     c = end;
     if (c == cols) {
@@ -97,7 +134,50 @@ void encode_chunk(ConstDenseView rows, const RowGrid* grids, const GlobalId* ids
       c = 0;
     }
   }
-  if (filled) *dst = static_cast<std::uint8_t>(acc);  // last byte of the payload: zero padding
+  pack<kBits>(q, k1 - k0, payload + k0 * kBits / 8);
+}
+
+/// Minimum and maximum of a row and whether every value is finite, in eight independent lanes
+/// (SIMD-friendly). NaNs fail every comparison and are caught by the finiteness test; the
+/// result may be -0 or +0 for a zero bound depending on order, which make_grid normalises.
+struct RowRange {
+  float lo = 0.0f, hi = 0.0f;
+  bool finite = true;
+};
+
+HALOGNN_SIMD_CLONES RowRange row_range(const float* src, std::int64_t cols) {
+  RowRange out;
+  if (cols == 0) return out;  // an empty row gets the constant grid (0, 0)
+  constexpr int kLanes = 8;
+  float lo[kLanes], hi[kLanes];
+  std::uint32_t bad[kLanes];
+  for (int t = 0; t < kLanes; ++t) {
+    lo[t] = hi[t] = src[0];
+    bad[t] = 0;
+  }
+  const std::int64_t full = cols - cols % kLanes;
+  for (std::int64_t j = 0; j < full; j += kLanes)
+    for (int t = 0; t < kLanes; ++t) {
+      const float v = src[j + t];
+      lo[t] = v < lo[t] ? v : lo[t];
+      hi[t] = v > hi[t] ? v : hi[t];
+      bad[t] |= (f16::float_bits(v) & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
+    }
+  for (std::int64_t j = full; j < cols; ++j) {
+    const float v = src[j];
+    lo[0] = v < lo[0] ? v : lo[0];
+    hi[0] = v > hi[0] ? v : hi[0];
+    bad[0] |= (f16::float_bits(v) & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
+  }
+  out.lo = lo[0];
+  out.hi = hi[0];
+  out.finite = bad[0] == 0;
+  for (int t = 1; t < kLanes; ++t) {
+    out.finite = out.finite && bad[t] == 0;
+    out.lo = lo[t] < out.lo ? lo[t] : out.lo;
+    out.hi = hi[t] > out.hi ? hi[t] : out.hi;
+  }
+  return out;
 }
 
 /// Unpacks elements [k0, k1) from the payload into rows.
@@ -171,24 +251,14 @@ class QuantCodec final : public Codec {
 #pragma omp parallel for schedule(static) reduction(|| : any_bad) \
     if (n_rows * cols >= codec_detail::kParallelMinElements)
     for (std::int64_t i = 0; i < n_rows; ++i) {
-      const float* src = rows.row(i);
-      float lo = 0.0f, hi = 0.0f;  // an empty row gets the constant grid (0, 0)
-      bool finite = true;
-      if (cols > 0) {
-        lo = hi = src[0];
-        for (std::int64_t j = 0; j < cols; ++j) {
-          finite = finite && f16::is_finite(src[j]);
-          lo = std::min(lo, src[j]);
-          hi = std::max(hi, src[j]);
-        }
-      }
-      if (!finite) {
+      const RowRange range = row_range(rows.row(i), cols);
+      if (!range.finite) {
         status[i] = 1;
         any_bad = true;
         continue;
       }
       std::uint16_t lo_bits, scale_bits;
-      const auto st = quant::make_grid(lo, hi, levels, meta_, grids[i], lo_bits, scale_bits);
+      const auto st = quant::make_grid(range.lo, range.hi, levels, meta_, grids[i], lo_bits, scale_bits);
       if (st != quant::GridStatus::ok) {
         status[i] = static_cast<std::uint8_t>(1 + static_cast<int>(st));
         any_bad = true;

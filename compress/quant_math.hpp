@@ -125,6 +125,32 @@ GNN_HD float word_to_uniform(std::uint32_t w) {
   return static_cast<float>(w >> 8) * (1.0f / 16777216.0f);
 }
 
+/// quantize_value(h, g, levels, word_to_uniform(w)) for a row with g.scale != 0, written without
+/// branches so that a compiler can evaluate many elements at once (SIMD). `levels_f` is levels as
+/// a float (exact). Clamping x into [0, B] before truncating gives the same q as the branches of
+/// quantize_value: x <= 0 or NaN clamps to 0, which truncates to f = 0 with frac = 0 (q = 0);
+/// x >= B clamps to B, which gives f = B with frac = 0 (q = B); 0 < x < B is unchanged.
+/// The same single IEEE operations, in the same order; only the control flow differs.
+GNN_HD std::uint32_t quantize_word(float h, RowGrid g, float levels_f, std::uint32_t w) {
+#if defined(__CUDA_ARCH__)
+  const float x = __fdiv_rn(__fsub_rn(h, g.lo), g.scale);
+#else
+  const float diff = h - g.lo;
+  const float x = diff / g.scale;
+#endif
+  float xc = x > 0.0f ? x : 0.0f;
+  xc = xc < levels_f ? xc : levels_f;
+  // xc in [0, B] with B <= 255, so the signed conversion is exact truncation (and vectorises).
+  const std::int32_t f = static_cast<std::int32_t>(xc);
+#if defined(__CUDA_ARCH__)
+  const float frac = __fsub_rn(xc, static_cast<float>(f));
+#else
+  const float frac = xc - static_cast<float>(f);
+#endif
+  const float u = word_to_uniform(w);
+  return static_cast<std::uint32_t>(f + (u < frac ? 1 : 0));
+}
+
 /// The random stream of one (seed, epoch, layer, direction): item = global row id, j = column.
 GNN_HD RngKey quantize_key(std::uint64_t seed, std::int64_t epoch, std::int32_t layer,
                            std::uint32_t direction) {

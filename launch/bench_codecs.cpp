@@ -1,6 +1,7 @@
 // halognn-bench-codecs: encode and decode throughput of every codec on the CPU.
 //
 //   halognn-bench-codecs [--rows 100000] [--widths 16,128,256] [--codecs fp32,q1,...] [--reps 5]
+//                        [--threads N]
 //
 // Throughput is bytes of float32 input per second (rows * width * 4 / time), the median of
 // --reps timed runs after one warm-up run. enc+dec is the input rate of one encode plus one decode.
@@ -50,12 +51,15 @@ int run(int argc, char** argv) {
   std::int64_t rows = 100000;
   std::string widths_arg = "16,128,256", codecs_arg;
   int reps = 5;
+  int threads = 0;
   po::options_description desc("halognn-bench-codecs [options]");
   desc.add_options()("help,h", "show this help")
       ("rows", po::value(&rows)->default_value(rows), "rows per block")
       ("widths", po::value(&widths_arg)->default_value(widths_arg), "comma-separated row widths")
       ("codecs", po::value(&codecs_arg), "comma-separated codec names (default: all)")
-      ("reps", po::value(&reps)->default_value(reps), "timed runs per measurement (median)");
+      ("reps", po::value(&reps)->default_value(reps), "timed runs per measurement (median)")
+      ("threads", po::value(&threads)->default_value(threads),
+       "OpenMP threads (0: the OpenMP default; 1 gives the per-core rate)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   po::notify(vm);
@@ -64,6 +68,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   GNN_CHECK_CONFIG(rows > 0 && reps > 0, "--rows and --reps must be positive");
+  GNN_CHECK_CONFIG(threads >= 0, "--threads must not be negative");
+  if (threads > 0) omp_set_num_threads(threads);
   const std::vector<std::string> codecs = codecs_arg.empty() ? codec_names() : split_list(codecs_arg);
   std::vector<std::int64_t> widths;
   for (const auto& w : split_list(widths_arg)) widths.push_back(std::stoll(w));

@@ -37,6 +37,7 @@ class Env:
     def __init__(self, a):
         self.bin = os.path.join(os.path.abspath(a.build), "bin")
         self.work = os.path.abspath(a.work)
+        self.reuse = a.reuse
         os.makedirs(self.work, exist_ok=True)
         self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                         OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -72,8 +73,9 @@ class Env:
 
     def train(self, name, ranks, args, tag, threads=None):
         metrics = os.path.join(self.work, f"m-{tag}.jsonl")
-        self.run(["halognn-train", "--partition", self.partition(name, ranks), "--quiet",
-                  "--metrics", metrics] + args, ranks=ranks, threads=threads)
+        if not (self.reuse and os.path.exists(metrics)):
+            self.run(["halognn-train", "--partition", self.partition(name, ranks), "--quiet",
+                      "--metrics", metrics] + args, ranks=ranks, threads=threads)
         lines = [json.loads(l) for l in open(metrics)]
         return lines[:-1], lines[-1]
 
@@ -147,7 +149,7 @@ def scaling(e, a):
                                   str(a.epochs - 1), "--warmup", "1"],
                                  capture_output=True, text=True, check=True).stdout
             t = json.loads(out)
-            results.append(dict(model=model, impl="pytorch", **t))
+            results.append(dict(t, model=model))
             ours = next(r for r in results if r.get("model") == model and r.get("ranks") == 1)
             rows.append([f"{model} (PyTorch {t['torch']}, {t['threads']} threads)", 1,
                          f"{t['epoch_s_mean']:.3f}", "", "", "", "0"])
@@ -200,8 +202,9 @@ def sweep(e, a):
             if bw != "none":
                 args += ["--emulate-link", f"{bw},{a.latency_us}"]
             ep, _ = e.train("default", a.ranks[0], args, f"sweep-{bw}-{name.replace(' ', '_').replace(',', '')}")
-            # Skip epoch 0 (synchronous in every mode, and warm-up).
-            st = epoch_stats(ep, 1)
+            # Skip epoch 0 (synchronous in every mode, and warm-up) and epoch 1, which only fills
+            # the pipeline (nothing is in flight after a synchronous epoch): steady state from 2 on.
+            st = epoch_stats(ep, 2)
             results.append(dict(bandwidth=bw, config=name, **st))
             print(bw, name, st, file=sys.stderr, flush=True)
     rows = []
@@ -279,6 +282,8 @@ def main():
     p.add_argument("--latency-us", default="5")
     p.add_argument("--plot", default="")
     p.add_argument("--json", default="")
+    p.add_argument("--reuse", action="store_true",
+                   help="tabulate existing per-run metrics files in --work instead of re-running them")
     a = p.parse_args()
     e = Env(a)
     t0 = time.time()

@@ -1,6 +1,8 @@
 // Dense GEMM through Eigen maps of the row-major views (Eigen parallelises the product with
 // OpenMP itself).
 #include <Eigen/Core>
+#include <chrono>
+#include <cstdio>
 
 #include "core/kernels/reference/reference_kernels.hpp"
 
@@ -38,6 +40,7 @@ void gemm(bool trans_a, bool trans_b, float alpha, ConstDenseView a, ConstDenseV
       ym *= beta;
     return;
   }
+  auto TMP_t0 = std::chrono::steady_clock::now();
   const ConstMap am(a.data, a.rows, a.cols), bm(b.data, b.rows, b.cols);
   if (!trans_a && !trans_b)
     product(alpha, am, bm, beta, ym);
@@ -47,6 +50,7 @@ void gemm(bool trans_a, bool trans_b, float alpha, ConstDenseView a, ConstDenseV
     product(alpha, am.transpose(), bm, beta, ym);
   else
     product(alpha, am.transpose(), bm.transpose(), beta, ym);
+  std::fprintf(stderr, "TMP gemm ta=%d tb=%d m=%ld n=%ld k=%ld %.1f ms\n", trans_a, trans_b, (long)m, (long)n, (long)k, std::chrono::duration<double>(std::chrono::steady_clock::now()-TMP_t0).count()*1e3);
 }
 
 }  // namespace halognn::kernels::reference

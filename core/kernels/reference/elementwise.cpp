@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <vector>
+#include <chrono>
+#include <cstdio>
 
 #include "core/kernels/reference/reference_kernels.hpp"
 
@@ -116,6 +118,7 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
   }
   const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   const CounterRng rng(key);
+  auto TMP_t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < x.rows; ++i) {
     const auto item = static_cast<std::uint64_t>(row_ids[i]);
@@ -128,6 +131,7 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
       d[j] = u >= p ? s[j] * keep_scale : 0.0f;
     }
   }
+  std::fprintf(stderr, "TMP dropout rows=%ld f=%ld %.1f ms\n", (long)x.rows, (long)f, std::chrono::duration<double>(std::chrono::steady_clock::now()-TMP_t0).count()*1e3);
 }
 
 }  // namespace

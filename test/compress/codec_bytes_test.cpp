@@ -1,0 +1,149 @@
+// Pins the exact bytes every codec writes for fixed inputs and contexts. The CPU codecs are
+// specified operation by operation (docs/codecs.md, quant_math.hpp) and the CUDA codecs must
+// reproduce them, so a faster CPU encoder must not change a single byte: these hashes were
+// recorded from the scalar reference implementation before it was vectorised.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compress/codec_plan.hpp"
+#include "compress/float16.hpp"
+#include "core/rng.hpp"
+#include "test/compress/codec_test_util.hpp"
+
+namespace halognn {
+namespace {
+
+using test::encode;
+using test::make_ctx;
+
+/// FNV-1a over bytes, continuing from `h`.
+std::uint64_t fnv1a(const std::vector<std::byte>& bytes, std::uint64_t h) {
+  for (const std::byte b : bytes) {
+    h ^= std::to_integer<std::uint64_t>(b);
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+/// A block whose rows exercise the codecs' cases, by row index modulo 7: plain values of a
+/// per-row magnitude and offset, ReLU-like rows (zeros, negative zeros), tiny values (fp16
+/// subnormals and values below them), constant rows, huge values (beyond fp16 when `huge`),
+/// values that sit exactly on a 1/4 grid, and a single spike in a row of zeros.
+Matrix pinned_block(std::int64_t rows, std::int64_t cols, std::uint64_t salt, bool huge) {
+  Matrix m(rows, cols);
+  const CounterRng rng({salt, RngPurpose::test, 9, 1});
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float u = 2.0f * rng.uniform(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j)) - 1.0f;
+      const float mag = std::ldexp(1.0f, static_cast<int>(i % 11) - 5);
+      float v = 0.0f;
+      switch (i % 7) {
+        case 0: v = (i % 3 == 0 ? mag : 0.0f) + mag * u; break;
+        case 1: v = u > 0.0f ? u : (j % 5 == 0 ? -0.0f : 0.0f); break;
+        case 2: v = u * (j % 2 == 0 ? 1e-6f : 3e-9f); break;
+        case 3: v = 0.3f; break;
+        case 4: v = u * (huge ? 9e4f : 3e4f); break;
+        case 5: v = std::floor(u * 16.0f) * 0.25f; break;
+        default: v = (j == i % cols) ? 5.0f : 0.0f; break;
+      }
+      m(i, j) = v;
+    }
+  return m;
+}
+
+/// Hash of the codec's bytes for several shapes and contexts: a single element, odd shapes, a
+/// width-16 block, and a block large enough for the parallel path, whose chunk boundaries fall
+/// mid-row and mid-Philox-block. Row ids are sparse and some need more than 32 bits.
+std::uint64_t codec_hash(const std::string& name) {
+  const auto codec = make_codec(name);
+  const bool quant = name[0] == 'q';
+  const std::int64_t shapes[][2] = {{1, 1}, {5, 3}, {37, 131}, {64, 16}, {23, 1501}, {9, 257}};
+  std::uint64_t h = 0xCBF29CE484222325ull;
+  std::uint64_t salt = 1;
+  for (const auto& s : shapes) {
+    const Matrix x = pinned_block(s[0], s[1], salt, !quant);
+    std::vector<GlobalId> ids(static_cast<std::size_t>(s[0]));
+    for (std::int64_t i = 0; i < s[0]; ++i)
+      ids[i] = i * 7919 + 13 + (i % 2 == 1 ? (GlobalId{1} << 40) : 0);
+    const auto fwd = make_ctx(ids, static_cast<std::int64_t>(salt), 7, 1, Direction::forward);
+    const auto bwd = make_ctx(ids, 3, 1234567, 2, Direction::backward);
+    h = fnv1a(encode(*codec, x.view(), fwd), h);
+    h = fnv1a(encode(*codec, x.view(), bwd), h);
+    ++salt;
+  }
+  return h;
+}
+
+TEST(CodecBytes, EveryCodecWritesExactlyTheRecordedBytes) {
+  // Recorded from the scalar encoders (before vectorisation); a change here is a wire-format
+  // change and breaks CPU/GPU equality.
+  const std::map<std::string, std::uint64_t> expected = {
+      {"fp32", 0x0646AD716364CA31ull},
+      {"fp16", 0x7DD928718213B6A5ull},
+      {"bf16", 0xBDF284AF4526395Dull},
+      {"q8", 0xF501337C8F23797Dull},
+      {"q4", 0xB67834A77512DBB0ull},
+      {"q2", 0x132F27A0248781D8ull},
+      {"q1", 0x6C2FD2B427DB6AB4ull},
+      {"q8-fp16meta", 0x18BECEA7B427E067ull},
+      {"q4-fp16meta", 0xD4D3975FAAF03BA0ull},
+      {"q2-fp16meta", 0x0EFE201E817F039Full},
+      {"q1-fp16meta", 0xF7EF4CC862097596ull},
+      {"q8-bf16meta", 0x98B0DE9E96B7A520ull},
+      {"q4-bf16meta", 0x29AD733662F30F56ull},
+      {"q2-bf16meta", 0xBCC8DC0022C4F865ull},
+      {"q1-bf16meta", 0x07F3395776254210ull},
+  };
+  for (const auto& [name, hash] : expected)
+    EXPECT_EQ(codec_hash(name), hash) << name << " now hashes to 0x" << std::hex << codec_hash(name);
+}
+
+// The fp16 encoder converts many values at once without the scalar function's branches; it must
+// agree with f16::float_to_half on every exponent, at and around every rounding boundary, for
+// normal, subnormal, overflowing and zero results of both signs.
+TEST(CodecBytes, Fp16EncodeMatchesTheScalarConversionAcrossEveryExponent) {
+  const auto codec = make_codec("fp16");
+  const std::uint32_t lows[] = {0x0000u, 0x0001u, 0x0FFFu, 0x1000u, 0x1001u, 0x2000u,
+                                0x7FFFu, 0x8000u, 0x8001u, 0xE000u, 0xEFFFu, 0xFFFFu};
+  constexpr std::int64_t cols = 12;
+  std::vector<float> values;
+  for (std::uint32_t hi = 0; hi < 0x10000u; ++hi) {
+    if ((hi & 0x7F80u) == 0x7F80u) continue;  // inf and NaN are rejected, not converted
+    for (const std::uint32_t lo : lows) values.push_back(f16::bits_float((hi << 16) | lo));
+  }
+  const auto rows = static_cast<std::int64_t>(values.size()) / cols;
+  std::vector<GlobalId> ids(static_cast<std::size_t>(rows), 0);
+  const auto out = encode(*codec, ConstDenseView(values.data(), rows, cols), make_ctx(ids));
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const std::uint16_t got = static_cast<std::uint16_t>(std::to_integer<unsigned>(out[2 * k]) |
+                                                         (std::to_integer<unsigned>(out[2 * k + 1]) << 8));
+    ASSERT_EQ(got, f16::float_to_half(values[k])) << "bits 0x" << std::hex << f16::float_bits(values[k]);
+  }
+}
+
+// The batched Philox helper the quantizing encoder uses returns exactly CounterRng::block's words,
+// also when the 64-bit block index carries from its low into its high word.
+TEST(CodecBytes, BatchedPhiloxBlocksEqualSingleBlocks) {
+  const CounterRng rng({99, RngPurpose::quantize, 4, 3});
+  const std::uint64_t items[] = {0, 17, (1ull << 40) + 5, ~0ull};
+  const std::uint64_t starts[] = {0, 1, 1000, 0xFFFFFFF0ull, (7ull << 32) + 3};
+  for (const std::uint64_t item : items)
+    for (const std::uint64_t start : starts)
+      for (const std::int64_t count : {1, 3, 64, 65}) {
+        std::vector<std::uint32_t> got(static_cast<std::size_t>(4 * count));
+        rng.blocks(item, start, count, got.data());
+        for (std::int64_t b = 0; b < count; ++b) {
+          std::uint32_t w[4];
+          rng.block(item, start + static_cast<std::uint64_t>(b), w);
+          for (int t = 0; t < 4; ++t) ASSERT_EQ(got[4 * b + t], w[t]) << item << " " << start << " " << b;
+        }
+      }
+}
+
+}  // namespace
+}  // namespace halognn
