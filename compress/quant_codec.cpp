@@ -19,7 +19,8 @@ namespace {
 // The hot loops are compiled twice, for the x86-64 baseline (SSE2) and for AVX2, and the
 // loader picks the version the CPU supports (GCC function multiversioning), so the build stays
 // portable (no -march). Both run the same integer and IEEE float operations: same bytes.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__has_attribute)
+#if !defined(HALOGNN_SIMD_CLONES) && defined(__x86_64__) && defined(__GNUC__) && \
+    !defined(__clang__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define HALOGNN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
@@ -75,8 +76,9 @@ constexpr std::int64_t kBatch = 256;
 /// The q values of row elements [c, end) into q[0, end - c), for a row with scale != 0.
 /// Two SIMD-friendly loops per batch: the Philox words of every block the batch touches
 /// (CounterRng::blocks), then quant::quantize_word per element.
-HALOGNN_SIMD_CLONES void quantize_run(const float* src, std::int64_t c, std::int64_t end, RowGrid g, float levels_f,
-                  const CounterRng& rng, std::uint64_t item, std::uint8_t* q) {
+HALOGNN_SIMD_CLONES void quantize_run(const float* src, std::int64_t c, std::int64_t end,
+                                      RowGrid g, float levels_f, const CounterRng& rng,
+                                      std::uint64_t item, std::uint32_t* q) {
   alignas(64) std::uint32_t words[kBatch];
   for (std::int64_t s = c; s < end;) {
     const std::int64_t base = s & ~std::int64_t{3};  // first element of s's Philox block
@@ -84,10 +86,9 @@ HALOGNN_SIMD_CLONES void quantize_run(const float* src, std::int64_t c, std::int
     rng.blocks(item, static_cast<std::uint64_t>(base) >> 2, (stop - base + 3) >> 2, words);
     const std::uint32_t* w = words + (s - base);
     const float* h = src + s;
-    std::uint8_t* out = q + (s - c);
+    std::uint32_t* out = q + (s - c);
     const std::int64_t len = stop - s;
-    for (std::int64_t j = 0; j < len; ++j)
-      out[j] = static_cast<std::uint8_t>(quant::quantize_word(h[j], g, levels_f, w[j]));
+    for (std::int64_t j = 0; j < len; ++j) out[j] = quant::quantize_word(h[j], g, levels_f, w[j]);
     s = stop;
   }
 }
@@ -95,17 +96,13 @@ HALOGNN_SIMD_CLONES void quantize_run(const float* src, std::int64_t c, std::int
 /// Packs `n` q values into ceil(n * kBits / 8) bytes, LSB-first; q must hold a multiple of
 /// 8 / kBits values past n that this zero-fills (the padding bits of the last byte).
 template <int kBits>
-void pack(std::uint8_t* q, std::int64_t n, std::uint8_t* dst) {
+void pack(std::uint32_t* q, std::int64_t n, std::uint8_t* dst) {
   constexpr int per_byte = 8 / kBits;
-  if constexpr (kBits == 8) {
-    std::memcpy(dst, q, static_cast<std::size_t>(n));
-    return;
-  }
   const std::int64_t bytes = (n * kBits + 7) / 8;
   for (std::int64_t k = n; k < bytes * per_byte; ++k) q[k] = 0;
   for (std::int64_t b = 0; b < bytes; ++b) {
     std::uint32_t acc = 0;
-    for (int t = 0; t < per_byte; ++t) acc |= static_cast<std::uint32_t>(q[b * per_byte + t]) << (t * kBits);
+    for (int t = 0; t < per_byte; ++t) acc |= q[b * per_byte + t] << (t * kBits);
     dst[b] = static_cast<std::uint8_t>(acc);
   }
 }
@@ -116,14 +113,14 @@ template <int kBits>
 void encode_chunk(ConstDenseView rows, const RowGrid* grids, const GlobalId* ids,
                   const CounterRng& rng, std::int64_t k0, std::int64_t k1, std::uint8_t* payload) {
   constexpr std::uint32_t levels = (1u << kBits) - 1u;
-  alignas(64) std::uint8_t q[kChunk];
+  alignas(64) std::uint32_t q[kChunk];  // 32-bit lanes: the q loop vectorises without narrowing
   const std::int64_t cols = rows.cols;
   std::int64_t r = k0 / cols, c = k0 % cols;
   for (std::int64_t k = k0; k < k1;) {
     const std::int64_t end = std::min(cols, c + (k1 - k));
     const RowGrid g = grids[r];
     if (g.scale == 0.0f)
-      std::memset(q + (k - k0), 0, static_cast<std::size_t>(end - c));  // constant row: all lo
+      std::fill(q + (k - k0), q + (k - k0) + (end - c), 0u);  // constant row: all lo
     else
       quantize_run(rows.row(r), c, end, g, static_cast<float>(levels), rng,
                    static_cast<std::uint64_t>(ids[r]), q + (k - k0));
@@ -137,46 +134,37 @@ void encode_chunk(ConstDenseView rows, const RowGrid* grids, const GlobalId* ids
   pack<kBits>(q, k1 - k0, payload + k0 * kBits / 8);
 }
 
-/// Minimum and maximum of a row and whether every value is finite, in eight independent lanes
-/// (SIMD-friendly). NaNs fail every comparison and are caught by the finiteness test; the
-/// result may be -0 or +0 for a zero bound depending on order, which make_grid normalises.
+/// Minimum and maximum of a row and whether every value is finite. The comparisons run on
+/// integer keys that order finite floats like their values (negative floats get their magnitude
+/// bits flipped), because integer min/max reductions vectorise while float ones need
+/// -ffinite-math-only. NaNs get keys too but are caught by the finiteness test; -0 orders below
+/// +0 here, and make_grid maps a zero bound to +0 either way.
 struct RowRange {
   float lo = 0.0f, hi = 0.0f;
   bool finite = true;
 };
 
+/// The order-preserving key of a float's bits, and its inverse (the same map).
+inline std::int32_t order_key(std::uint32_t bits) {
+  const auto negative_mask = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31);
+  return static_cast<std::int32_t>(bits ^ (negative_mask >> 1));
+}
+
 HALOGNN_SIMD_CLONES RowRange row_range(const float* src, std::int64_t cols) {
   RowRange out;
   if (cols == 0) return out;  // an empty row gets the constant grid (0, 0)
-  constexpr int kLanes = 8;
-  float lo[kLanes], hi[kLanes];
-  std::uint32_t bad[kLanes];
-  for (int t = 0; t < kLanes; ++t) {
-    lo[t] = hi[t] = src[0];
-    bad[t] = 0;
+  std::int32_t lo = order_key(f16::float_bits(src[0])), hi = lo;
+  std::uint32_t bad = 0;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const std::uint32_t bits = f16::float_bits(src[j]);
+    const std::int32_t key = order_key(bits);
+    lo = key < lo ? key : lo;
+    hi = key > hi ? key : hi;
+    bad |= (bits & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
   }
-  const std::int64_t full = cols - cols % kLanes;
-  for (std::int64_t j = 0; j < full; j += kLanes)
-    for (int t = 0; t < kLanes; ++t) {
-      const float v = src[j + t];
-      lo[t] = v < lo[t] ? v : lo[t];
-      hi[t] = v > hi[t] ? v : hi[t];
-      bad[t] |= (f16::float_bits(v) & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
-    }
-  for (std::int64_t j = full; j < cols; ++j) {
-    const float v = src[j];
-    lo[0] = v < lo[0] ? v : lo[0];
-    hi[0] = v > hi[0] ? v : hi[0];
-    bad[0] |= (f16::float_bits(v) & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
-  }
-  out.lo = lo[0];
-  out.hi = hi[0];
-  out.finite = bad[0] == 0;
-  for (int t = 1; t < kLanes; ++t) {
-    out.finite = out.finite && bad[t] == 0;
-    out.lo = lo[t] < out.lo ? lo[t] : out.lo;
-    out.hi = hi[t] > out.hi ? hi[t] : out.hi;
-  }
+  out.lo = f16::bits_float(static_cast<std::uint32_t>(order_key(static_cast<std::uint32_t>(lo))));
+  out.hi = f16::bits_float(static_cast<std::uint32_t>(order_key(static_cast<std::uint32_t>(hi))));
+  out.finite = bad == 0;
   return out;
 }
 
