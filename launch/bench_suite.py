@@ -47,7 +47,9 @@ class Env:
         cores = os.cpu_count() or 1
         env["OMP_NUM_THREADS"] = str(threads or max(1, cores // max(ranks, 1)))
         cmd = ([os.path.join(self.bin, args[0])] + args[1:]) if ranks == 0 else \
-            ["mpirun", "-np", str(ranks), "--oversubscribe", "-x", "OMP_NUM_THREADS",
+            # --bind-to none: Open MPI binds a rank to one core by default, which would put all of
+            # a rank's OpenMP threads on that core.
+            ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS",
              os.path.join(self.bin, args[0])] + args[1:]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:

@@ -53,7 +53,12 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_tuple(true, false, 64, 129, 31, 1.0f),
                       std::make_tuple(false, false, 0, 4, 3, 0.0f),  // zero-row output
                       std::make_tuple(false, false, 4, 0, 3, 0.0f),  // empty inner dimension
-                      std::make_tuple(true, true, 4, 0, 3, 0.5f)));
+                      std::make_tuple(true, true, 4, 0, 3, 0.5f),
+                      // Large enough for the threaded, tiled path (>= 1M multiply-adds): row
+                      // tiles, column tiles (few output rows), and both transposed.
+                      std::make_tuple(false, true, 300, 64, 100, 0.5f),
+                      std::make_tuple(true, false, 96, 400, 160, 1.0f),
+                      std::make_tuple(true, true, 200, 300, 70, 0.0f)));
 
 std::vector<double> naive_spmm(const test::HostCsr& a, const Matrix& x, bool transpose, float beta,
                                const Matrix& y0) {

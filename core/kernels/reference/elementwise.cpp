@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <vector>
-#include <chrono>
-#include <cstdio>
 
 #include "core/kernels/reference/reference_kernels.hpp"
 
@@ -118,20 +116,26 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
   }
   const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   const CounterRng rng(key);
-  auto TMP_t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < x.rows; ++i) {
-    const auto item = static_cast<std::uint64_t>(row_ids[i]);
-    const float* s = x.row(i);
-    float* d = y.row(i);
-    std::uint32_t w[4];
-    for (std::int64_t j = 0; j < f; ++j) {
-      if ((j & 3) == 0) rng.block(item, static_cast<std::uint64_t>(j) >> 2, w);
-      const float u = static_cast<float>(w[j & 3] >> 8) * (1.0f / 16777216.0f);
-      d[j] = u >= p ? s[j] * keep_scale : 0.0f;
+  // A row's words are drawn block-parallel into a per-thread buffer (CounterRng::blocks
+  // vectorises across blocks; one block at a time does not), then the mask is applied in a
+  // second, branch-free pass.
+  const std::int64_t row_blocks = (f + 3) / 4;
+#pragma omp parallel
+  {
+    std::vector<std::uint32_t> words(static_cast<std::size_t>(4 * row_blocks));
+    std::uint32_t* w = words.data();
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < x.rows; ++i) {
+      rng.blocks(static_cast<std::uint64_t>(row_ids[i]), 0, row_blocks, w);
+      const float* s = x.row(i);  // may alias d (in place): element j is read, then written
+      float* d = y.row(i);
+#pragma omp simd
+      for (std::int64_t j = 0; j < f; ++j) {
+        const float u = static_cast<float>(w[j] >> 8) * (1.0f / 16777216.0f);
+        d[j] = u >= p ? s[j] * keep_scale : 0.0f;
+      }
     }
   }
-  std::fprintf(stderr, "TMP dropout rows=%ld f=%ld %.1f ms\n", (long)x.rows, (long)f, std::chrono::duration<double>(std::chrono::steady_clock::now()-TMP_t0).count()*1e3);
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
 // Sparse-dense products over CSR: one output row per task, the inner loop over the feature width
 // vectorised.
 #include <vector>
-#include <chrono>
-#include <cstdio>
 
 #include "core/kernels/reference/reference_kernels.hpp"
 
@@ -47,12 +45,10 @@ void spmm(CsrView a, ConstDenseView x, float beta, DenseView y) {
              "spmm: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x", x.cols,
              ", y ", y.rows, "x", y.cols, ")");
   if (a.rows == 0 || x.cols == 0) return;
-  auto TMP_t0 = std::chrono::steady_clock::now();
   if (a.val)
     spmm_rows<true>(a, x, beta, y);
   else
     spmm_rows<false>(a, x, beta, y);
-  std::fprintf(stderr, "TMP spmm rows=%ld f=%ld nnz=%ld %.1f ms\n", (long)a.rows, (long)x.cols, (long)a.nnz, std::chrono::duration<double>(std::chrono::steady_clock::now()-TMP_t0).count()*1e3);
 }
 
 void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {
