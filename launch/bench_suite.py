@@ -46,11 +46,11 @@ class Env:
         env = dict(self.env)
         cores = os.cpu_count() or 1
         env["OMP_NUM_THREADS"] = str(threads or max(1, cores // max(ranks, 1)))
-        cmd = ([os.path.join(self.bin, args[0])] + args[1:]) if ranks == 0 else \
-            # --bind-to none: Open MPI binds a rank to one core by default, which would put all of
-            # a rank's OpenMP threads on that core.
-            ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS",
-             os.path.join(self.bin, args[0])] + args[1:]
+        # --bind-to none: Open MPI binds a rank to one core by default, which would put all of
+        # a rank's OpenMP threads on that core.
+        tool = [os.path.join(self.bin, args[0])] + args[1:]
+        cmd = tool if ranks == 0 else ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to",
+                                       "none", "-x", "OMP_NUM_THREADS"] + tool
         r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"bench_suite: {' '.join(cmd)} failed:\n{r.stderr[-2000:]}")

@@ -53,6 +53,11 @@ fi
 if [[ ! -f $data/default.p$ranks/manifest.json ]]; then
   "$bin/halognn-partition" --data "$data/default" --parts "$ranks" --out "$data/default.p$ranks"
 fi
-exec mpirun -np "$ranks" --oversubscribe "$bin/halognn-train" --partition "$data/default.p$ranks" \
+# One OpenMP thread per core share, ranks unbound (Open MPI would pin each rank, and with it all of
+# its threads, to one core).
+threads=$(( $(nproc) / ranks )); (( threads >= 1 )) || threads=1
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads}
+exec mpirun -np "$ranks" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
+  "$bin/halognn-train" --partition "$data/default.p$ranks" \
   --model "${MODEL:-sage}" --layers 3 --hidden 256 --epochs "${EPOCHS:-20}" --eval-every 5 \
   --metrics "$build/default-train.jsonl"
