@@ -109,8 +109,12 @@ TEST(Pipelined, HaloAgeNeverExceedsTheBoundAndTrainingStillLearns) {
       const bool expect_sync = e == 0 || (bound > 0 && e % bound == 0);
       EXPECT_EQ(m.synchronous, expect_sync) << "epoch " << e;
       EXPECT_LE(m.max_staleness, expect_sync ? 0 : 1) << "epoch " << e;
-      if (bound > 0) EXPECT_LE(m.max_staleness, bound);
-      if (size > 1 && !expect_sync) EXPECT_EQ(m.max_staleness, 1) << "epoch " << e;
+      if (bound > 0) {
+        EXPECT_LE(m.max_staleness, bound);
+      }
+      if (size > 1 && !expect_sync) {
+        EXPECT_EQ(m.max_staleness, 1) << "epoch " << e;
+      }
       (e == 0 ? first : last) = m.loss;
     }
     EXPECT_LT(last, 0.8 * first) << "bound " << bound;
