@@ -155,14 +155,19 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
     recv_size[k] = codec->encoded_size(plan.recv_count(k), cols);
     recv_off[k + 1] = recv_off[k] + recv_size[k].total();
   }
+  // Buffer growth (first use of a (layer, direction), or a second exchange in flight) is
+  // allocation, not codec work: timed apart and left out of codec_seconds().
+  const auto t_alloc = Clock::now();
   ensure(ws->send_bytes, send_off[n_send], dev_ptr);
   ensure(ws->recv_bytes, recv_off[n_recv], dev_ptr);
 
   // Pack: rows that are not already one contiguous block are gathered first.
   ConstDenseView packed = src;
   const std::int64_t total_send = plan.total_send_rows();
-  if (!plan.send_contiguous() && total_send > 0 && cols > 0) {
+  if (!plan.send_contiguous() && total_send > 0 && cols > 0)
     ensure(ws->send_rows, static_cast<std::size_t>(total_send * cols), dev_ptr);
+  const double alloc_s = seconds_since(t_alloc);
+  if (!plan.send_contiguous() && total_send > 0 && cols > 0) {
     DenseView gathered{ws->send_rows.data(), total_send, cols};
     kernels::gather_rows(dev, src, plan.all_send_rows(), gathered);
     packed = gathered;
@@ -204,7 +209,7 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
     if (recv_size[k].total() > 0)
       recvs.push_back({plan.recv_peers()[k],
                        std::span<std::byte>(recv_base + recv_off[k], recv_size[k].total())});
-  codec_seconds_ += seconds_since(t0);
+  codec_seconds_ += seconds_since(t0) - alloc_s;
 
   Request inner = transport_.exchange(sends, recvs, tag_value);
   // Recorded once the messages are posted, so a failed encode leaves no phantom bytes.
