@@ -9,10 +9,10 @@ namespace halognn {
 
 Json TrafficEntry::to_json() const {
   Json j = Json::object();
-  j.set("payload", payload);
-  j.set("metadata", metadata);
-  j.set("messages", messages);
-  j.set("total", total());
+  j["payload"] = payload;
+  j["metadata"] = metadata;
+  j["messages"] = messages;
+  j["total"] = total();
   return j;
 }
 
@@ -85,16 +85,16 @@ Json TrafficCounter::to_json() const {
   Json layers = Json::array();
   for (std::size_t l = 0; l < entries_.size(); ++l) {
     Json j = Json::object();
-    j.set("layer", static_cast<std::int64_t>(l));
-    j.set("fwd", entries_[l][0].to_json());
-    j.set("bwd", entries_[l][1].to_json());
+    j["layer"] = static_cast<std::int64_t>(l);
+    j["fwd"] = entries_[l][0].to_json();
+    j["bwd"] = entries_[l][1].to_json();
     layers.push_back(std::move(j));
   }
   Json out = Json::object();
-  out.set("layers", std::move(layers));
-  out.set("fwd", total(Direction::forward).to_json());
-  out.set("bwd", total(Direction::backward).to_json());
-  out.set("total", total().to_json());
+  out["layers"] = std::move(layers);
+  out["fwd"] = total(Direction::forward).to_json();
+  out["bwd"] = total(Direction::backward).to_json();
+  out["total"] = total().to_json();
   return out;
 }
 

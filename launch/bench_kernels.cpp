@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_output.hpp"
 #include "core/data/dataset.hpp"
 #include "core/data/generator.hpp"
 #include "core/error.hpp"
@@ -137,7 +138,7 @@ int run(int argc, char** argv) {
   GNN_CHECK_CONFIG(reps > 0 && triad_mib > 0, "--reps and --triad-mib must be positive");
   const Device& dev = *cpu_device();
   Json results = Json::object();
-  results.set("machine", machine_line());
+  results["machine"] = machine_line();
   std::printf("# %s; best of %d runs\n", machine_line().c_str(), reps);
 
   // STREAM triad.
@@ -157,7 +158,7 @@ int run(int argc, char** argv) {
     const double gbs = 12.0 * static_cast<double>(n) / t / 1e9;
     std::printf("triad: %lld MiB per array, %.2f ms, %.1f GB/s\n",
                 static_cast<long long>(triad_mib), t * 1e3, gbs);
-    results.set("triad_gb_per_s", gbs);
+    results["triad_gb_per_s"] = gbs;
   }
 
   // The graph.
@@ -172,9 +173,9 @@ int run(int argc, char** argv) {
                                        ", num_edges=" + std::to_string(sbm.num_edges) + ")";
   std::printf("graph: %s, %lld nodes, %lld stored entries of A + I\n", source.c_str(),
               static_cast<long long>(n), static_cast<long long>(nnz));
-  results.set("graph", source);
-  results.set("graph_nodes", static_cast<double>(n));
-  results.set("graph_nnz", static_cast<double>(nnz));
+  results["graph"] = source;
+  results["graph_nodes"] = static_cast<double>(n);
+  results["graph_nnz"] = static_cast<double>(nnz);
 
   std::printf("%-22s %5s %10s %10s %10s %12s\n", "kernel", "F", "ms", "GFLOP/s", "min GB/s",
               "gather GB/s");
@@ -184,12 +185,12 @@ int run(int argc, char** argv) {
     std::printf("%-22s %5lld %10.2f %10.2f %10.1f %12.1f\n", kernel, static_cast<long long>(f),
                 t * 1e3, flops / t / 1e9, bytes / t / 1e9, gather_bytes / t / 1e9);
     Json r = Json::object();
-    r.set("kernel", kernel);
-    r.set("F", static_cast<double>(f));
-    r.set("ms", t * 1e3);
-    r.set("gflop_per_s", flops / t / 1e9);
-    r.set("min_gb_per_s", bytes / t / 1e9);
-    r.set("gather_gb_per_s", gather_bytes / t / 1e9);
+    r["kernel"] = kernel;
+    r["F"] = static_cast<double>(f);
+    r["ms"] = t * 1e3;
+    r["gflop_per_s"] = flops / t / 1e9;
+    r["min_gb_per_s"] = bytes / t / 1e9;
+    r["gather_gb_per_s"] = gather_bytes / t / 1e9;
     rows.push_back(r);
   };
   for (const std::int64_t f : split_ints(widths_arg)) {
@@ -216,8 +217,8 @@ int run(int argc, char** argv) {
     report("gemm n x F . F x F", f, t_gemm, 2.0 * n * f * f, dense_bytes + 4.0 * f * f,
            dense_bytes + 4.0 * f * f);
   }
-  results.set("kernels", rows);
-  if (!json_path.empty()) write_file_atomic(json_path, results.dump() + "\n");
+  results["kernels"] = rows;
+  if (!json_path.empty()) write_file_atomic(json_path, dump_json(results) + "\n");
   return 0;
 }
 

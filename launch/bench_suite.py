@@ -108,7 +108,7 @@ def accuracy(e, a):
                         extra += ["--codec", codec] if codec != "fp32" else []
                         if mode != "sync":
                             bound = mode.split(":")[1] if ":" in mode else "0"
-                            extra += ["--exchange", "pipelined", "--staleness-bound", bound]
+                            extra += ["--exchange", "pipelined", "--sync-every", bound]
                         accs, t0 = [], time.time()
                         for s in range(a.seeds):
                             # One thread per rank: accuracy runs are not timed, and spinning
@@ -192,7 +192,7 @@ SWEEP_CONFIGS = [("sync fp32", ["--codec", "fp32"]),
                  ("sync q1", ["--codec", "q1"]),
                  ("pipelined q1", ["--codec", "q1", "--exchange", "pipelined"]),
                  ("pipelined q1, bound 5", ["--codec", "q1", "--exchange", "pipelined",
-                                            "--staleness-bound", "5"])]
+                                            "--sync-every", "5"])]
 
 
 def sweep(e, a):
@@ -245,7 +245,7 @@ def curves(e, a):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     configs = [("sync fp32", []), ("sync q1", ["--codec", "q1"]),
-               ("pipelined q1, bound 5", ["--codec", "q1", "--exchange", "pipelined", "--staleness-bound", "5"]),
+               ("pipelined q1, bound 5", ["--codec", "q1", "--exchange", "pipelined", "--sync-every", "5"]),
                ("pipelined q1", ["--codec", "q1", "--exchange", "pipelined"])]
     fig, axes = plt.subplots(1, len(a.datasets), figsize=(5 * len(a.datasets), 4), squeeze=False)
     results = []

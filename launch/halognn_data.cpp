@@ -137,7 +137,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   write_dataset(ds, out);
   std::cout << "generated " << out << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size()
             << " stored edges, " << ds.num_features() << " features, " << ds.num_classes
-            << " classes, measured homophily " << ds.meta.at("measured_homophily").as_double()
+            << " classes, measured homophily " << ds.meta.at("measured_homophily").get<double>()
             << " (generate " << t_gen << " s, total " << seconds_since(t0) << " s)\n";
   return 0;
 }
@@ -204,11 +204,12 @@ int cmd_inspect(const std::vector<std::string>& args) {
   std::cout << "multilabel: " << (ds.multilabel ? "yes" : "no") << "\n";
   std::cout << "split (train/val/test): " << ds.train_idx.size() << " / " << ds.val_idx.size()
             << " / " << ds.test_idx.size();
-  if (const Json* s = ds.meta.find("split"); s && s->is_object() && s->contains("kind"))
-    std::cout << " (" << s->at("kind").as_string() << ")";
+  if (ds.meta.contains("split") && ds.meta["split"].is_object())
+    if (const std::string kind = ds.meta["split"].value("kind", ""); !kind.empty())
+      std::cout << " (" << kind << ")";
   std::cout << "\n";
-  if (const Json* m = ds.meta.find("features_missing"); m && m->is_int() && m->as_int() > 0)
-    std::cout << "features missing: " << m->as_int() << " nodes have all-zero features\n";
+  if (const std::int64_t missing = ds.meta.value("features_missing", std::int64_t{0}); missing > 0)
+    std::cout << "features missing: " << missing << " nodes have all-zero features\n";
   for (const std::string& w : dataset_warnings(ds)) {
     std::cout << "warning: " << w << "\n";
   }

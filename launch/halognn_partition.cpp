@@ -61,7 +61,7 @@ void print_report(const Dataset& ds, const PartitionConfig& cfg, const Partition
                 static_cast<long long>(r.boundary[p]), static_cast<long long>(r.sent_rows[p]),
                 static_cast<long long>(r.local_edges[p]), mean > 0 ? r.owned[p] / mean : 0.0);
   std::int64_t bytes = 0;
-  for (const Json& f : manifest.at("files").as_array()) bytes += f.at("bytes").as_int();
+  for (const Json& f : manifest.at("files")) bytes += f.at("bytes").get<std::int64_t>();
   std::printf("wrote %s (manifest.json + %d rank files, %.1f MiB)\n", out.c_str(), r.num_parts,
               bytes / (1024.0 * 1024.0));
 }

@@ -3,7 +3,6 @@
 // Rank 0 prints one line per epoch; --metrics writes JSON lines (atomically, at the end).
 #include <mpi.h>
 
-#include <boost/program_options.hpp>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,114 +14,17 @@
 #include "comm/emulated_link.hpp"
 #include "comm/mpi_env.hpp"
 #include "comm/transport.hpp"
+#include "core/atomic_output.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
-#include "models/training/trainer.hpp"
+#include "training/train_cli.hpp"
+#include "training/trainer.hpp"
 #include "partition/partition_io.hpp"
 
-namespace po = boost::program_options;
 using namespace halognn;
 
 namespace {
-
-struct Cli {
-  TrainConfig cfg;
-  std::string device = "auto";
-  std::string transport = "auto";
-  bool dump_config = false;
-  bool help = false;
-  std::string help_text;
-};
-
-Cli parse_cli(int argc, char** argv) {
-  Cli cli;
-  TrainConfig& c = cli.cfg;
-  std::string model = "gcn", optimizer = "adam", exchange = "sync", config_file;
-  po::options_description general("General");
-  general.add_options()
-      ("help,h", "print this help and exit")
-      ("config", po::value(&config_file), "read options from this file (key = value lines)")
-      ("dump-config", "print the effective configuration as JSON and exit")
-      ("partition", po::value(&c.partition_dir), "partition directory (from halognn-partition)")
-      ("device", po::value(&cli.device)->default_value("auto"), "cpu | cuda | auto")
-      ("transport", po::value(&cli.transport)->default_value("auto"),
-       "nccl | mpi | auto (nccl on a GPU, mpi on the CPU; ranks sharing a GPU need mpi)")
-      ("metrics", po::value(&c.metrics_path), "write per-epoch JSON lines here")
-      ("quiet", po::bool_switch(&c.quiet), "no per-epoch progress lines");
-  po::options_description model_opts("Model and optimisation");
-  model_opts.add_options()
-      ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat")
-      ("layers", po::value(&c.layers)->default_value(2), "number of layers")
-      ("hidden", po::value(&c.hidden)->default_value(16), "hidden width (per head for GAT)")
-      ("heads", po::value(&c.heads)->default_value(1), "GAT attention heads of hidden layers")
-      ("epochs", po::value(&c.epochs)->default_value(200), "training epochs")
-      ("lr", po::value(&c.lr)->default_value(0.01f), "learning rate")
-      ("weight-decay", po::value(&c.weight_decay)->default_value(5e-4f), "L2 weight decay")
-      ("decay-biases", po::bool_switch(&c.decay_biases), "apply weight decay to biases too")
-      ("optimizer", po::value(&optimizer)->default_value("adam"), "adam | sgd")
-      ("momentum", po::value(&c.momentum)->default_value(0.0f), "SGD momentum")
-      ("dropout", po::value(&c.dropout)->default_value(0.5f), "dropout probability on layer inputs")
-      ("seed", po::value(&c.seed)->default_value(1), "seed of every random choice")
-      ("eval-every", po::value(&c.eval_every)->default_value(1), "evaluate every N epochs")
-      ("dense-features", "keep layer 0's input dense even when under 10% of it is non-zero "
-       "(default: such features are held as CSR, which is faster and smaller)")
-      ("row-normalize", po::bool_switch(&c.row_normalize_features),
-       "divide each feature row by its sum (Kipf & Welling preprocessing)");
-  po::options_description comm_opts("Halo exchange");
-  comm_opts.add_options()
-      ("codec", po::value(&c.codec)->default_value("fp32"),
-       "codec for every layer and direction (see docs/codecs.md)")
-      ("codec-forward", po::value(&c.codec_forward), "forward codec, or a comma list per layer")
-      ("codec-backward", po::value(&c.codec_backward), "backward codec, or a comma list per layer")
-      ("compress-layer0", po::bool_switch(&c.compress_layer0),
-       "use the layer-0 forward codec for the one-time feature exchange (default: exact)")
-      ("exchange", po::value(&exchange)->default_value("sync"),
-       "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1)")
-      ("staleness-bound", po::value(&c.staleness_bound)->default_value(0),
-       "pipelined: one synchronous epoch every N epochs (0: only the first)")
-      ("smoothing", po::value(&c.smoothing)->default_value(0.0f),
-       "pipelined: moving-average gamma for stale halo rows and gradients (0: off)")
-      ("emulate-link", po::value(&c.emulate_link),
-       "GBPS[,LATENCY_US]: emulate a cluster link of this bandwidth and latency");
-  po::options_description all;
-  all.add(general).add(model_opts).add(comm_opts);
-
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
-    if (vm.count("config")) {
-      const std::string path = vm["config"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) throw InputError(path, "cannot open config file");
-      po::store(po::parse_config_file(in, all), vm);
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw ConfigError(std::string(e.what()) + " (see --help)");
-  }
-  cli.help = vm.count("help") > 0;
-  cli.dump_config = vm.count("dump-config") > 0;
-  std::ostringstream os;
-  os << "usage: mpirun -np K halognn-train --partition DIR [options]\n" << all;
-  cli.help_text = os.str();
-  if (cli.help) return cli;
-  c.sparse_features = vm.count("dense-features") == 0;
-  c.model = parse_model_kind(model);
-  c.optimizer = parse_optimizer_kind(optimizer);
-  c.exchange = parse_exchange_mode(exchange);
-  GNN_CHECK_CONFIG(cli.dump_config || !c.partition_dir.empty(), "--partition is required (see --help)");
-  GNN_CHECK_CONFIG(cli.device == "auto" || cli.device == "cpu" || cli.device == "cuda",
-                   "unknown --device '", cli.device, "' (choose from: cpu, cuda, auto)");
-  GNN_CHECK_CONFIG(cli.transport == "auto" || cli.transport == "nccl" || cli.transport == "mpi",
-                   "unknown --transport '", cli.transport, "' (choose from: nccl, mpi, auto)");
-  GNN_CHECK_CONFIG(c.epochs >= 0, "--epochs must be non-negative");
-  if (!c.emulate_link.empty()) parse_link_model(c.emulate_link);  // validate early
-  GNN_CHECK_CONFIG(c.exchange == ExchangeMode::pipelined ||
-                       (c.staleness_bound == 0 && c.smoothing == 0),
-                   "--staleness-bound and --smoothing need --exchange pipelined");
-  return cli;
-}
 
 /// A start-up failure that every rank knows about (see startup_step).
 struct StartupFailure {
@@ -184,18 +86,20 @@ int main(int argc, char** argv) {
   MpiEnv mpi(argc, argv);
   const Rank rank = mpi.rank(), size = mpi.size();
   try {
-    Cli cli;
-    startup_step([&] { cli = parse_cli(argc, argv); });
+    TrainCli cli;
+    startup_step([&] { cli = parse_train_cli(argc, argv); });
     if (cli.help || cli.dump_config) {
-      if (rank == 0) std::cout << (cli.help ? cli.help_text : cli.cfg.to_json().dump(2) + "\n");
+      if (rank == 0) std::cout << (cli.help ? cli.help_text : dump_json(cli.cfg.to_json(), 2) + "\n");
       return 0;
     }
+    if (rank == 0)
+      for (const std::string& note : cli.notes) std::cerr << "halognn-train: " << note << "\n";
     // Collectives stay outside the fallible steps: a rank that throws must not skip one.
     const Rank node_rank = local_rank();
     LocalPartition part;
     DevicePtr dev;
     startup_step([&] { part = read_local_partition(cli.cfg.partition_dir, rank, size); });
-    startup_step([&] { dev = pick_device(cli.device, node_rank); });
+    startup_step([&] { dev = pick_device(cli.cfg.device, node_rank); });
     startup_step([&] {
       // Fail now, not after the last epoch, if the metrics file cannot be written.
       if (rank != 0 || cli.cfg.metrics_path.empty()) return;
@@ -206,7 +110,7 @@ int main(int argc, char** argv) {
                                                    " is missing or not writable)");
     });
     // NCCL moves device buffers GPU to GPU; MPI (not CUDA-aware here) stages them through the host.
-    const bool use_nccl = cli.transport == "nccl" || (cli.transport == "auto" && !dev->is_host());
+    const bool use_nccl = cli.cfg.transport == "nccl" || (cli.cfg.transport == "auto" && !dev->is_host());
     std::unique_ptr<Transport> base_transport;
     startup_step([&] {
       base_transport = use_nccl ? make_nccl_transport(MPI_COMM_WORLD, dev)
@@ -244,17 +148,17 @@ int main(int argc, char** argv) {
     });
     if (rank == 0) {
       Json f = final.to_json();
-      f.set("metric", multilabel ? "f1_micro" : "accuracy");
-      f.set("world_size", size);
-      f.set("device", dev->name());
-      f.set("config", cli.cfg.to_json());
+      f["metric"] = multilabel ? "f1_micro" : "accuracy";
+      f["world_size"] = size;
+      f["device"] = dev->name();
+      f["config"] = cli.cfg.to_json();
       std::printf("best val %.4f at epoch %d, test %.4f | %.2f s total | %.2f MB sent\n",
                   final.best_val, final.best_epoch, final.test_at_best_val, final.total_s,
                   final.total_bytes_sent / 1e6);
       if (!cli.cfg.metrics_path.empty()) {
         std::string text;
-        for (const Json& l : lines.as_array()) text += l.dump() + "\n";
-        text += f.dump() + "\n";
+        for (const Json& l : lines) text += dump_json(l) + "\n";
+        text += dump_json(f) + "\n";
         write_file_atomic(cli.cfg.metrics_path, text);
       }
     }

@@ -13,7 +13,7 @@ build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libmetis-dev metis libeigen3-dev
-          libboost-program-options-dev libgtest-dev libgmock-dev zlib1g-dev)
+          libboost-program-options-dev libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

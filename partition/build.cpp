@@ -357,20 +357,20 @@ void fill_local_edges(const GlobalGraph& g, const std::vector<Rank>& parts, Part
 
 Json PartitionReport::to_json() const {
   Json j = Json::object();
-  j.set("num_parts", num_parts);
-  j.set("num_nodes", num_nodes);
-  j.set("num_edges", num_edges);
-  j.set("edge_cut", edge_cut);
-  j.set("imbalance", imbalance);
-  j.set("total_volume", total_volume);
-  j.set("owned", owned);
-  j.set("halo", halo);
-  j.set("boundary", boundary);
-  j.set("sent_rows", sent_rows);
-  j.set("local_edges", local_edges);
+  j["num_parts"] = num_parts;
+  j["num_nodes"] = num_nodes;
+  j["num_edges"] = num_edges;
+  j["edge_cut"] = edge_cut;
+  j["imbalance"] = imbalance;
+  j["total_volume"] = total_volume;
+  j["owned"] = owned;
+  j["halo"] = halo;
+  j["boundary"] = boundary;
+  j["sent_rows"] = sent_rows;
+  j["local_edges"] = local_edges;
   Json pv = Json::array();
-  for (const auto& x : pair_volume) pv.push_back(Json(Json::Array{x.from, x.to, x.rows}));
-  j.set("pair_volume", std::move(pv));
+  for (const auto& x : pair_volume) pv.push_back({x.from, x.to, x.rows});
+  j["pair_volume"] = std::move(pv);
   return j;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/atomic_output.hpp"
 #include "core/error.hpp"
 #include "partition/partition_io.hpp"
 
@@ -50,13 +51,10 @@ using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 /// Appends bytes to a file while keeping the running CRC32 and size.
 class FileWriter {
  public:
-  explicit FileWriter(std::string path) : path_(std::move(path)) {
-    f_.reset(std::fopen(path_.c_str(), "wb"));
-    if (!f_) throw InputError(path_, "cannot create file");
-  }
+  explicit FileWriter(std::string path) : file_(std::move(path)) {}
   void write(const void* data, std::size_t n) {
     if (n == 0) return;
-    if (std::fwrite(data, 1, n, f_.get()) != n) throw InputError(path_, "write failed");
+    file_.write(data, n);
     crc_ = crc_update(crc_, data, n);
     bytes_ += n;
   }
@@ -71,30 +69,23 @@ class FileWriter {
     pod<std::uint64_t>(count);
     write(data, count * sizeof(T));
   }
-  /// Writes the CRC trailer, flushes, fsyncs and closes; returns (size, crc of the body).
+  /// Writes the CRC trailer and commits the file (fsync, rename into place); returns (size, crc
+  /// of the body).
   PartitionFileInfo finish() {
     const std::uint32_t body_crc = crc_;
-    if (std::fwrite(&body_crc, 1, sizeof body_crc, f_.get()) != sizeof body_crc)
-      throw InputError(path_, "write failed");
+    file_.write(&body_crc, sizeof body_crc);
     bytes_ += sizeof body_crc;
-    close();
+    file_.commit();
     PartitionFileInfo info;
     info.bytes = bytes_;
     info.crc32 = body_crc;
     return info;
   }
-  /// Flushes, fsyncs and closes without a trailer (plain text files).
-  void finish_text() { close(); }
+  /// Commits without a trailer (plain text files).
+  void finish_text() { file_.commit(); }
 
  private:
-  void close() {
-    std::FILE* f = f_.release();
-    const bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-    if (std::fclose(f) != 0 || !ok) throw InputError(path_, "write failed");
-  }
-
-  std::string path_;
-  FilePtr f_;
+  AtomicFile file_;
   std::uint32_t crc_ = static_cast<std::uint32_t>(::crc32(0, nullptr, 0));
   std::uint64_t bytes_ = 0;
 };
@@ -292,8 +283,7 @@ bool is_partition_dir(const fs::path& dir) {
   if (!fs::is_regular_file(m)) return false;
   try {
     const Json j = read_json_file(m.string());
-    const Json* f = j.find("format");
-    return f && f->is_string() && f->as_string() == kPartitionFormatName;
+    return j.is_object() && j.contains("format") && j["format"] == kPartitionFormatName;
   } catch (const Error&) {
     return false;
   }
@@ -375,121 +365,74 @@ LocalPartition read_local_partition_file(const std::string& path) {
 Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vector<Rank>& parts,
                          const PartitionConfig& cfg, const std::string& out_arg,
                          PartitionReport* report_out) {
-  const std::string out = strip_trailing_slashes(out_arg);
-  GNN_CHECK_CONFIG(!out.empty(), "empty output directory name");
   GNN_CHECK_CONFIG(cfg.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
                    "seed ", cfg.seed, " does not fit in a signed 64-bit integer");
-  const fs::path out_path(out);
-  std::error_code ec;
-  if (fs::exists(out_path, ec)) {
-    GNN_CHECK_CONFIG(fs::is_directory(out_path) &&
-                         (fs::is_empty(out_path) || is_partition_dir(out_path)),
-                     out, " exists and is not a partition directory; refusing to replace it");
-  }
-  const fs::path tmp(out + ".tmp." + std::to_string(::getpid()));
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) || ec)
-    throw InputError(tmp.string(), "cannot create directory: " + ec.message());
+  StagedDirectory out(
+      out_arg, [](const fs::path& p) { return fs::is_empty(p) || is_partition_dir(p); },
+      "partition");
+  PartitionReport report;
+  Json files = Json::array();
+  for_each_local_partition(
+      ds, g, parts, cfg.parts,
+      [&](LocalPartition&& lp) {
+        const std::string name = partition_file_name(lp.rank);
+        const PartitionFileInfo info = write_local_partition_file(lp, out.file(name));
+        files.push_back({{"rank", lp.rank}, {"file", name}, {"bytes", info.bytes},
+                         {"crc32", info.crc32}});
+      },
+      &report);
 
-  try {
-    PartitionReport report;
-    Json files = Json::array();
-    for_each_local_partition(
-        ds, g, parts, cfg.parts,
-        [&](LocalPartition&& lp) {
-          const std::string name = partition_file_name(lp.rank);
-          const PartitionFileInfo info = write_local_partition_file(lp, (tmp / name).string());
-          Json f = Json::object();
-          f.set("rank", lp.rank);
-          f.set("file", name);
-          f.set("bytes", info.bytes);
-          f.set("crc32", info.crc32);
-          files.push_back(std::move(f));
-        },
-        &report);
+  Json dataset = Json::object();
+  dataset["name"] = ds.name;
+  dataset["fingerprint"] = dataset_fingerprint(ds);
+  dataset["num_nodes"] = ds.num_nodes;
+  dataset["num_edges"] = report.num_edges;
+  dataset["num_features"] = ds.features.cols();
+  dataset["num_classes"] = ds.num_classes;
+  dataset["multilabel"] = ds.multilabel;
 
-    Json dataset = Json::object();
-    dataset.set("name", ds.name);
-    dataset.set("fingerprint", dataset_fingerprint(ds));
-    dataset.set("num_nodes", ds.num_nodes);
-    dataset.set("num_edges", report.num_edges);
-    dataset.set("num_features", ds.features.cols());
-    dataset.set("num_classes", ds.num_classes);
-    dataset.set("multilabel", ds.multilabel);
-
-    Json m = Json::object();
-    m.set("format", kPartitionFormatName);
-    m.set("version", kPartitionFormatVersion);
-    m.set("dataset", std::move(dataset));
-    m.set("parts", cfg.parts);
-    m.set("method", to_string(cfg.method));
-    m.set("objective", to_string(cfg.objective));
-    m.set("seed", static_cast<std::int64_t>(cfg.seed));
-    m.set("edge_cut", report.edge_cut);
-    m.set("total_volume", report.total_volume);
-    m.set("imbalance", report.imbalance);
-    m.set("owned", report.owned);
-    m.set("halo", report.halo);
-    m.set("boundary", report.boundary);
-    m.set("sent_rows", report.sent_rows);
-    m.set("local_edges", report.local_edges);
-    Json pv = Json::array();
-    for (const auto& x : report.pair_volume) pv.push_back(Json(Json::Array{x.from, x.to, x.rows}));
-    m.set("pair_volume", std::move(pv));
-    m.set("files", std::move(files));
-    write_file_atomic((tmp / "manifest.json").string(), m.dump(2) + "\n");
-
-    // Swap into place: move the old directory aside first, so a failure leaves one of the two.
-    if (fs::exists(out_path)) {
-      const fs::path old(out + ".old." + std::to_string(::getpid()));
-      fs::remove_all(old, ec);
-      fs::rename(out_path, old);
-      try {
-        fs::rename(tmp, out_path);
-      } catch (...) {
-        fs::rename(old, out_path, ec);
-        throw;
-      }
-      fs::remove_all(old, ec);
-    } else {
-      fs::rename(tmp, out_path);
-    }
-    if (report_out) *report_out = std::move(report);
-    return m;
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(tmp, ec);
-    throw InputError(out, e.what());
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
+  Json m = Json::object();
+  m["format"] = kPartitionFormatName;
+  m["version"] = kPartitionFormatVersion;
+  m["dataset"] = std::move(dataset);
+  m["parts"] = cfg.parts;
+  m["method"] = to_string(cfg.method);
+  m["objective"] = to_string(cfg.objective);
+  m["seed"] = static_cast<std::int64_t>(cfg.seed);
+  m["edge_cut"] = report.edge_cut;
+  m["total_volume"] = report.total_volume;
+  m["imbalance"] = report.imbalance;
+  m["owned"] = report.owned;
+  m["halo"] = report.halo;
+  m["boundary"] = report.boundary;
+  m["sent_rows"] = report.sent_rows;
+  m["local_edges"] = report.local_edges;
+  Json pv = Json::array();
+  for (const auto& x : report.pair_volume) pv.push_back({x.from, x.to, x.rows});
+  m["pair_volume"] = std::move(pv);
+  m["files"] = std::move(files);
+  // The manifest goes last: a directory without one is recognisably incomplete.
+  write_file_atomic(out.file("manifest.json"), dump_json(m, 2) + "\n");
+  out.commit();
+  if (report_out) *report_out = std::move(report);
+  return m;
 }
 
 void write_metis_graph(const GlobalGraph& g, const std::string& path) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  try {
-    FileWriter w(tmp);
-    std::string line = std::to_string(g.num_nodes) + " " +
-                       std::to_string(g.num_directed_edges() / 2) + "\n";
-    w.write(line.data(), line.size());
-    for (GlobalId v = 0; v < g.num_nodes; ++v) {
-      line.clear();
-      for (EdgeOffset e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
-        if (e != g.row_ptr[v]) line += ' ';
-        line += std::to_string(g.col[e] + 1);
-      }
-      line += '\n';
-      w.write(line.data(), line.size());
+  FileWriter w(path);
+  std::string line =
+      std::to_string(g.num_nodes) + " " + std::to_string(g.num_directed_edges() / 2) + "\n";
+  w.write(line.data(), line.size());
+  for (GlobalId v = 0; v < g.num_nodes; ++v) {
+    line.clear();
+    for (EdgeOffset e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
+      if (e != g.row_ptr[v]) line += ' ';
+      line += std::to_string(g.col[e] + 1);
     }
-    w.finish_text();
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
+    line += '\n';
+    w.write(line.data(), line.size());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot rename temporary file into place");
-  }
+  w.finish_text();
 }
 
 Json read_partition_manifest(const std::string& dir_arg) {
@@ -498,27 +441,22 @@ Json read_partition_manifest(const std::string& dir_arg) {
   if (!fs::exists(path))
     throw InputError(path, "missing (is " + dir + " a halognn-partition output directory?)");
   const Json m = read_json_file(path);
-  try {
-    GNN_CHECK_INPUT(m.is_object(), path, "manifest is not a JSON object");
-    const Json* format = m.find("format");
-    GNN_CHECK_INPUT(format && format->is_string() && format->as_string() == kPartitionFormatName,
-                    path, "not a halognn partition manifest (format is not \"",
-                    kPartitionFormatName, "\")");
-    const std::int64_t version = m.at("version").as_int();
-    GNN_CHECK_INPUT(version == kPartitionFormatVersion, path, "partition format version ",
-                    version, ", this build reads version ", kPartitionFormatVersion,
-                    "; re-run halognn-partition");
-    const std::int64_t parts = m.at("parts").as_int();
-    GNN_CHECK_INPUT(parts >= 1, path, "parts must be at least 1 (got ", parts, ")");
-    const auto& files = m.at("files").as_array();
-    GNN_CHECK_INPUT(static_cast<std::int64_t>(files.size()) == parts, path, "lists ",
-                    files.size(), " rank files for ", parts, " parts");
-    m.at("dataset").at("num_nodes").as_int();
-  } catch (const InputError&) {
-    throw;
-  } catch (const Error& e) {
-    throw InputError(path, e.what());
-  }
+  GNN_CHECK_INPUT(m.is_object(), path, "manifest is not a JSON object");
+  GNN_CHECK_INPUT(m.contains("format") && m["format"] == kPartitionFormatName, path,
+                  "not a halognn partition manifest (format is not \"", kPartitionFormatName,
+                  "\")");
+  const std::int64_t version = json_int(m, "version", path);
+  GNN_CHECK_INPUT(version == kPartitionFormatVersion, path, "partition format version ", version,
+                  ", this build reads version ", kPartitionFormatVersion,
+                  "; re-run halognn-partition");
+  const std::int64_t parts = json_int(m, "parts", path);
+  GNN_CHECK_INPUT(parts >= 1, path, "parts must be at least 1 (got ", parts, ")");
+  GNN_CHECK_INPUT(m.contains("files") && m["files"].is_array(), path,
+                  "\"files\" must be an array");
+  GNN_CHECK_INPUT(static_cast<std::int64_t>(m["files"].size()) == parts, path, "lists ",
+                  m["files"].size(), " rank files for ", parts, " parts");
+  GNN_CHECK_INPUT(m.contains("dataset"), path, "missing \"dataset\"");
+  json_int(m["dataset"], "num_nodes", path + " (dataset)");
   return m;
 }
 
@@ -526,24 +464,17 @@ LocalPartition read_local_partition(const std::string& dir_arg, Rank rank, Rank 
   const std::string dir = strip_trailing_slashes(dir_arg);
   const Json m = read_partition_manifest(dir);
   const std::string mpath = dir + "/manifest.json";
-  const std::int64_t parts = m.at("parts").as_int();
+  const std::int64_t parts = m["parts"].get<std::int64_t>();
   GNN_CHECK_INPUT(parts == world_size, mpath, "partition has ", parts, " parts but the job has ",
                   world_size, " ranks; re-run halognn-partition --parts ", world_size);
   GNN_ASSERT(rank >= 0 && rank < world_size, "rank ", rank, " outside [0, ", world_size, ")");
-  std::string name;
-  std::int64_t bytes = 0, crc = 0;
-  try {
-    const Json& entry = m.at("files").as_array()[rank];
-    GNN_CHECK_INPUT(entry.at("rank").as_int() == rank, mpath, "files[", rank, "] is for rank ",
-                    entry.at("rank").as_int());
-    name = entry.at("file").as_string();
-    bytes = entry.at("bytes").as_int();
-    crc = entry.at("crc32").as_int();
-  } catch (const InputError&) {
-    throw;
-  } catch (const Error& e) {
-    throw InputError(mpath, e.what());
-  }
+  const Json& entry = m["files"][static_cast<std::size_t>(rank)];
+  const std::string where = mpath + " (files[" + std::to_string(rank) + "])";
+  const std::int64_t entry_rank = json_int(entry, "rank", where);
+  GNN_CHECK_INPUT(entry_rank == rank, mpath, "files[", rank, "] is for rank ", entry_rank);
+  const std::string name = json_string(entry, "file", where);
+  const std::int64_t bytes = json_int(entry, "bytes", where);
+  const std::int64_t crc = json_int(entry, "crc32", where);
   GNN_CHECK_INPUT(!name.empty() && name.find('/') == std::string::npos && name != "." &&
                       name != "..",
                   mpath, "rank file name '", name, "' is not a plain file name");
@@ -559,9 +490,9 @@ LocalPartition read_local_partition(const std::string& dir_arg, Rank rank, Rank 
                   " differs from the manifest's ", crc, " (file from another partition run?)");
   GNN_CHECK_INPUT(lp.rank == rank && lp.num_parts == parts, path, "holds rank ", lp.rank, " of ",
                   lp.num_parts, ", expected rank ", rank, " of ", parts);
-  GNN_CHECK_INPUT(lp.global_num_nodes == m.at("dataset").at("num_nodes").as_int(), path,
-                  "graph size ", lp.global_num_nodes, " differs from the manifest's ",
-                  m.at("dataset").at("num_nodes").as_int());
+  const std::int64_t manifest_nodes = m["dataset"]["num_nodes"].get<std::int64_t>();
+  GNN_CHECK_INPUT(lp.global_num_nodes == manifest_nodes, path, "graph size ",
+                  lp.global_num_nodes, " differs from the manifest's ", manifest_nodes);
   return lp;
 }
 

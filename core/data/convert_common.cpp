@@ -118,17 +118,16 @@ void apply_shchur_split(Dataset& ds, const ConvertOptions& opts) {
   ds.val_idx = std::move(s.val);
   ds.test_idx = std::move(s.test);
   Json split = Json::object();
-  split.set("kind", "shchur");
-  split.set("seed", static_cast<std::int64_t>(opts.seed));
-  split.set("train_per_class", opts.train_per_class);
-  split.set("val_per_class", opts.val_per_class);
-  ds.meta.set("split", std::move(split));
+  split["kind"] = "shchur";
+  split["seed"] = static_cast<std::int64_t>(opts.seed);
+  split["train_per_class"] = opts.train_per_class;
+  split["val_per_class"] = opts.val_per_class;
+  ds.meta["split"] = std::move(split);
 }
 
 void add_warning(Dataset& ds, const std::string& warning) {
-  if (!ds.meta.contains("warnings")) ds.meta.set("warnings", Json::array());
-  for (auto& [k, v] : ds.meta.as_object())
-    if (k == "warnings") v.push_back(warning);
+  if (!ds.meta.contains("warnings")) ds.meta["warnings"] = Json::array();
+  ds.meta["warnings"].push_back(warning);
 }
 
 std::vector<GlobalId> mask_to_indices(const std::uint8_t* mask, std::int64_t n) {
@@ -168,7 +167,7 @@ void csr_edges(std::int64_t n, const std::vector<std::int64_t>& indptr,
       ds.edge_dst.push_back(indices[k]);
     }
   }
-  if (zeros > 0) ds.meta.set("explicit_zero_edges_skipped", zeros);
+  if (zeros > 0) ds.meta["explicit_zero_edges_skipped"] = zeros;
 }
 
 std::int32_t count_classes(const std::vector<std::int32_t>& labels, const std::string& origin) {
@@ -285,10 +284,10 @@ SourceFormat parse_format(const std::string& name) {
 
 std::vector<std::string> dataset_warnings(const Dataset& ds) {
   std::vector<std::string> out;
-  const Json* w = ds.meta.is_object() ? ds.meta.find("warnings") : nullptr;
-  if (!w || !w->is_array()) return out;
-  for (const Json& s : w->as_array())
-    if (s.is_string()) out.push_back(s.as_string());
+  if (!ds.meta.is_object() || !ds.meta.contains("warnings") || !ds.meta["warnings"].is_array())
+    return out;
+  for (const Json& s : ds.meta["warnings"])
+    if (s.is_string()) out.push_back(s.get<std::string>());
   return out;
 }
 
@@ -448,10 +447,9 @@ Dataset convert_dataset(const std::string& input, const ConvertOptions& opts) {
   if (ds.name.empty()) ds.name = src.name;
   if (opts.largest_component) {
     keep_largest_component(ds);
-    const Json* split = ds.meta.find("split");
     // A random split is redrawn on the component; a fixed split is only restricted to it.
-    if (split && split->is_object() && split->contains("kind") &&
-        split->at("kind").as_string() == "shchur")
+    if (ds.meta.contains("split") && ds.meta["split"].is_object() &&
+        ds.meta["split"].value("kind", "") == "shchur")
       apply_shchur_split(ds, opts);
   }
   validate_dataset(ds, src.path);
@@ -514,11 +512,11 @@ void keep_largest_component(Dataset& ds) {
   remap(ds.val_idx);
   remap(ds.test_idx);
   Json lcc = Json::object();
-  lcc.set("nodes_before", n);
-  lcc.set("components_before", num_comp);
-  lcc.set("nodes_kept", kept);
-  lcc.set("stored_edges_kept", static_cast<std::int64_t>(src.size()));
-  ds.meta.set("largest_component", std::move(lcc));
+  lcc["nodes_before"] = n;
+  lcc["components_before"] = num_comp;
+  lcc["nodes_kept"] = kept;
+  lcc["stored_edges_kept"] = static_cast<std::int64_t>(src.size());
+  ds.meta["largest_component"] = std::move(lcc);
   ds.num_nodes = kept;
   ds.edge_src = std::move(src);
   ds.edge_dst = std::move(dst);

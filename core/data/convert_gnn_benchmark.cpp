@@ -39,10 +39,10 @@ Dataset convert_gnn_benchmark(const std::string& npz_path, const ConvertOptions&
     ds.labels[v] = static_cast<std::int32_t>(labels[v]);
   }
   ds.num_classes = count_classes(ds.labels, npz_path);
-  ds.meta.set("source_format", "gnn-benchmark");
-  ds.meta.set("source", Json(std::vector<std::string>{npz_path}));
+  ds.meta["source_format"] = "gnn-benchmark";
+  ds.meta["source"] = Json(std::vector<std::string>{npz_path});
   if (npz.count("class_names"))
-    ds.meta.set("class_names", Json(npy_to_strings(npz.at("class_names"), npz_path + ":class_names.npy")));
+    ds.meta["class_names"] = Json(npy_to_strings(npz.at("class_names"), npz_path + ":class_names.npy"));
   apply_shchur_split(ds, opts);
   return ds;
 }

@@ -53,12 +53,12 @@ Dataset convert_graphdata(const std::string& npz_path, const ConvertOptions& opt
     ds.labels[v] = static_cast<std::int32_t>(labels[v]);
   }
   ds.num_classes = count_classes(ds.labels, lorigin);
-  ds.meta.set("source_format", "graphdata");
-  ds.meta.set("source", Json(std::vector<std::string>{npz_path}));
+  ds.meta["source_format"] = "graphdata";
+  ds.meta["source"] = Json(std::vector<std::string>{npz_path});
   if (npz.count("metadata")) {
     const PyValue meta = unpickle_member(npz, "metadata", npz_path);
     if (const PyValue* names = meta.find("class_names"))
-      ds.meta.set("class_names", Json(py_to_strings(*names, npz_path + ":metadata.npy")));
+      ds.meta["class_names"] = Json(py_to_strings(*names, npz_path + ":metadata.npy"));
   }
   apply_shchur_split(ds, opts);
   return ds;

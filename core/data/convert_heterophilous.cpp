@@ -63,13 +63,13 @@ Dataset convert_heterophilous(const std::string& npz_path, const ConvertOptions&
   ds.val_idx = mask_rows("val_masks");
   ds.test_idx = mask_rows("test_masks");
 
-  ds.meta.set("source_format", "heterophilous");
-  ds.meta.set("source", Json(std::vector<std::string>{npz_path}));
+  ds.meta["source_format"] = "heterophilous";
+  ds.meta["source"] = Json(std::vector<std::string>{npz_path});
   Json split = Json::object();
-  split.set("kind", "file");
-  split.set("index", opts.split_index);
-  split.set("num_splits", num_splits);
-  ds.meta.set("split", std::move(split));
+  split["kind"] = "file";
+  split["index"] = opts.split_index;
+  split["num_splits"] = num_splits;
+  ds.meta["split"] = std::move(split);
   return ds;
 }
 

@@ -63,11 +63,11 @@ Dataset convert_linqs(const std::string& content_path, const std::string& cites_
     ds.edge_src.push_back(b->second);
     ds.edge_dst.push_back(a->second);
   }
-  ds.meta.set("source_format", "linqs");
-  ds.meta.set("source", Json(std::vector<std::string>{content_path, cites_path}));
-  ds.meta.set("class_names", Json(names));
+  ds.meta["source_format"] = "linqs";
+  ds.meta["source"] = Json(std::vector<std::string>{content_path, cites_path});
+  ds.meta["class_names"] = Json(names);
   if (unknown > 0) {
-    ds.meta.set("citations_dropped", unknown);
+    ds.meta["citations_dropped"] = unknown;
     add_warning(ds, std::to_string(unknown) + " citation lines of " + cites_path +
                         " name papers missing from the .content file and were dropped");
   }

@@ -66,27 +66,20 @@ Dataset convert_musae(const std::string& dir, const std::string& name, const Con
   }
 
   // Features: {"node": [feature ids]}; the width is the largest id + 1.
-  Json feats;
-  try {
-    feats = Json::parse(read_text_file(feat_path));
-  } catch (const InputError&) {
-    throw;
-  } catch (const Error& e) {
-    throw InputError(feat_path, e.what());
-  }
+  const Json feats = parse_json(read_text_file(feat_path), feat_path);
   GNN_CHECK_INPUT(feats.is_object(), feat_path, "expected a JSON object of feature-id lists");
   std::int64_t width = 0, pairs = 0;
   std::vector<std::pair<GlobalId, std::vector<std::int64_t>>> lists;
-  for (const auto& [key, val] : feats.as_object()) {
+  for (const auto& [key, val] : feats.items()) {
     const GlobalId v = parse_int(key, feat_path, 1);
     GNN_CHECK_INPUT(v >= 0 && v < n, feat_path, "node key ", key, " outside [0, ", n, ")");
     GNN_CHECK_INPUT(val.is_array(), feat_path, "node ", key, ": expected an array of feature ids");
     std::vector<std::int64_t> ids;
-    for (const Json& x : val.as_array()) {
-      GNN_CHECK_INPUT(x.is_int() && x.as_int() >= 0, feat_path, "node ", key,
+    for (const Json& x : val) {
+      GNN_CHECK_INPUT(x.is_number_integer() && x.get<std::int64_t>() >= 0, feat_path, "node ", key,
                       ": feature ids must be non-negative integers");
-      ids.push_back(x.as_int());
-      width = std::max(width, x.as_int() + 1);
+      ids.push_back(x.get<std::int64_t>());
+      width = std::max(width, x.get<std::int64_t>() + 1);
     }
     lists.emplace_back(v, std::move(ids));
   }
@@ -102,11 +95,11 @@ Dataset convert_musae(const std::string& dir, const std::string& name, const Con
     }
   }
   const auto missing = static_cast<std::int64_t>(std::count(seen.begin(), seen.end(), std::uint8_t{0}));
-  ds.meta.set("source_format", "musae");
-  ds.meta.set("source", Json(std::vector<std::string>{edges_path, feat_path, target_path}));
-  ds.meta.set("class_names", Json(names));
-  ds.meta.set("feature_pairs", pairs);
-  ds.meta.set("features_missing", missing);
+  ds.meta["source_format"] = "musae";
+  ds.meta["source"] = Json(std::vector<std::string>{edges_path, feat_path, target_path});
+  ds.meta["class_names"] = Json(names);
+  ds.meta["feature_pairs"] = pairs;
+  ds.meta["features_missing"] = missing;
   if (missing > 0)
     add_warning(ds, std::to_string(missing) + " nodes have no entry in " + feat_path +
                         " (all-zero features)");

@@ -144,14 +144,14 @@ Dataset convert_ogb(const std::string& dir, const ConvertOptions& opts) {
     for (const auto& e : fs::directory_iterator(split_root))
       if (e.is_directory()) split_names.push_back(e.path().filename().string());
   std::sort(split_names.begin(), split_names.end());
-  ds.meta.set("source_format", "ogb");
+  ds.meta["source_format"] = "ogb";
   Json files = Json::array();
   for (const std::string& p : {edge_path, feat_path, label_path, count_path})
     if (is_file(p)) files.push_back(p);
   if (split_names.empty()) {
     GNN_CHECK_INPUT(!ds.multilabel, split_root.string(),
                     "missing: multi-label data needs the OGB split files");
-    ds.meta.set("source", std::move(files));
+    ds.meta["source"] = std::move(files);
     apply_shchur_split(ds, opts);
     return ds;
   }
@@ -173,11 +173,11 @@ Dataset convert_ogb(const std::string& dir, const ConvertOptions& opts) {
   ds.train_idx = read_id_file((sdir / "train.csv.gz").string(), n);
   ds.val_idx = read_id_file((sdir / "valid.csv.gz").string(), n);
   ds.test_idx = read_id_file((sdir / "test.csv.gz").string(), n);
-  ds.meta.set("source", std::move(files));
+  ds.meta["source"] = std::move(files);
   Json split = Json::object();
-  split.set("kind", "file");
-  split.set("name", chosen);
-  ds.meta.set("split", std::move(split));
+  split["kind"] = "file";
+  split["name"] = chosen;
+  ds.meta["split"] = std::move(split);
   return ds;
 }
 

@@ -147,20 +147,20 @@ Dataset convert_planetoid(const std::string& dir, const std::string& name) {
   GlobalId unlabelled_ids = 0;  // ids that are neither in allx/ally nor in test.index
   for (GlobalId v = n_all; v < n; ++v) unlabelled_ids += ds.labels[v] < 0 ? 1 : 0;
 
-  ds.meta.set("source_format", "planetoid");
+  ds.meta["source_format"] = "planetoid";
   Json files = Json::array();
   for (const std::string& p : {px, py, ptx, pty, pallx, pally, pgraph, ptest})
     if (is_file(p)) files.push_back(p);
-  ds.meta.set("source", std::move(files));
+  ds.meta["source"] = std::move(files);
   Json split = Json::object();
-  split.set("kind", "planetoid-public");
-  split.set("train", "ids 0.." + std::to_string(n_train - 1));
-  split.set("val", "ids " + std::to_string(n_train) + ".." + std::to_string(n_train + n_val - 1));
-  split.set("test", "ind." + name + ".test.index");
-  ds.meta.set("split", std::move(split));
-  ds.meta.set("features_missing", missing);
+  split["kind"] = "planetoid-public";
+  split["train"] = "ids 0.." + std::to_string(n_train - 1);
+  split["val"] = "ids " + std::to_string(n_train) + ".." + std::to_string(n_train + n_val - 1);
+  split["test"] = "ind." + name + ".test.index";
+  ds.meta["split"] = std::move(split);
+  ds.meta["features_missing"] = missing;
   if (unlabelled_ids > 0) {
-    ds.meta.set("ids_without_data", unlabelled_ids);
+    ds.meta["ids_without_data"] = unlabelled_ids;
     add_warning(ds, std::to_string(unlabelled_ids) + " node ids in " + std::to_string(n_all) +
                         ".." + std::to_string(n - 1) +
                         " are absent from test.index: zero features, no label (as the reference "

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "core/atomic_output.hpp"
 #include "core/data/dataset.hpp"
 #include "core/data/npy.hpp"
 #include "core/error.hpp"
@@ -157,11 +158,9 @@ void check_split(const std::vector<GlobalId>& idx, int split, std::int64_t n,
 }
 
 std::int64_t manifest_int(const Json& m, const char* key, const std::string& origin) {
-  const Json* v = m.find(key);
-  if (!v) throw InputError(origin, std::string("missing key \"") + key + "\"");
-  if (!v->is_int() || v->as_int() < 0)
-    throw InputError(origin, std::string("\"") + key + "\" must be a non-negative integer");
-  return v->as_int();
+  const std::int64_t v = json_int(m, key, origin);
+  if (v < 0) throw InputError(origin, std::string("\"") + key + "\" must be a non-negative integer");
+  return v;
 }
 
 /// Reads one split in either form; returns sorted indices (duplicates kept for the checker).
@@ -203,13 +202,6 @@ std::vector<GlobalId> read_split(const std::string& dir, int split, std::int64_t
   return idx;
 }
 
-void fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;  // best effort: durability of the rename, not correctness
-  ::fsync(fd);
-  ::close(fd);
-}
-
 bool is_dataset_dir(const fs::path& p) {
   std::error_code ec;
   if (!fs::is_directory(p, ec)) return false;
@@ -218,8 +210,7 @@ bool is_dataset_dir(const fs::path& p) {
   if (!fs::exists(m, ec)) return false;
   try {
     const Json j = read_json_file(m.string());
-    const Json* f = j.is_object() ? j.find("format") : nullptr;
-    return f && f->is_string() && f->as_string() == kFormat;
+    return j.is_object() && j.contains("format") && j["format"] == kFormat;
   } catch (const Error&) {
     return false;
   }
@@ -249,17 +240,9 @@ Dataset read_dataset(const std::string& dir) {
   if (!fs::is_directory(dir)) throw InputError(dir, "not a directory (missing dataset)");
   const std::string manifest_path = join(dir, "manifest.json");
   if (!fs::exists(manifest_path)) throw InputError(manifest_path, "missing");
-  Json m;
-  try {
-    m = read_json_file(manifest_path);
-  } catch (const InputError&) {
-    throw;
-  } catch (const Error& e) {
-    throw InputError(manifest_path, e.what());
-  }
+  const Json m = read_json_file(manifest_path);
   if (!m.is_object()) throw InputError(manifest_path, "not a JSON object");
-  const Json* format = m.find("format");
-  if (!format || !format->is_string() || format->as_string() != kFormat)
+  if (!m.contains("format") || m["format"] != kFormat)
     throw InputError(manifest_path, std::string("not a halognn dataset manifest (\"format\" must be \"") +
                                         kFormat + "\")");
   const std::int64_t version = manifest_int(m, "version", manifest_path);
@@ -268,24 +251,20 @@ Dataset read_dataset(const std::string& dir) {
                                         " (this build reads version " + std::to_string(kVersion) + ")");
 
   Dataset ds;
-  const Json* name = m.find("name");
-  if (name && !name->is_string()) throw InputError(manifest_path, "\"name\" must be a string");
-  ds.name = name ? name->as_string() : fs::path(dir).filename().string();
+  ds.name = m.contains("name") ? json_string(m, "name", manifest_path)
+                               : fs::path(dir).filename().string();
   const std::int64_t n = manifest_int(m, "num_nodes", manifest_path);
   const std::int64_t num_edges = manifest_int(m, "num_edges", manifest_path);
   const std::int64_t num_features = manifest_int(m, "num_features", manifest_path);
   const std::int64_t num_classes = manifest_int(m, "num_classes", manifest_path);
   if (num_classes < 1 || num_classes > std::numeric_limits<std::int32_t>::max())
     throw InputError(manifest_path, "\"num_classes\" must be in [1, 2^31)");
-  const Json* multilabel = m.find("multilabel");
-  if (multilabel && !multilabel->is_bool())
-    throw InputError(manifest_path, "\"multilabel\" must be true or false");
   ds.num_nodes = n;
   ds.num_classes = static_cast<std::int32_t>(num_classes);
-  ds.multilabel = multilabel && multilabel->as_bool();
-  if (const Json* meta = m.find("meta")) {
-    if (!meta->is_object()) throw InputError(manifest_path, "\"meta\" must be an object");
-    ds.meta = *meta;
+  ds.multilabel = m.contains("multilabel") && json_bool(m, "multilabel", manifest_path);
+  if (m.contains("meta")) {
+    if (!m["meta"].is_object()) throw InputError(manifest_path, "\"meta\" must be an object");
+    ds.meta = m["meta"];
   }
 
   {  // edges.npy: (E, 2) int64/int32, each row (src, dst)
@@ -367,85 +346,52 @@ Dataset read_dataset(const std::string& dir) {
 }
 
 void write_dataset(const Dataset& ds, const std::string& dir) {
-  fs::path target(dir);
-  if (!target.has_filename()) target = target.parent_path();  // "out/" -> "out"
-  const std::string target_str = target.string();
+  StagedDirectory out(dir, is_dataset_dir, "halognn dataset");
+  const std::string target_str = out.target().string();
   validate_dataset(ds, target_str);
-  if (fs::exists(target) && !is_dataset_dir(target))
-    throw InputError(target_str, "exists and is not a halognn dataset directory; refusing to replace it");
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-
-  const std::string tmp = target_str + ".tmp." + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  try {
-    if (!fs::create_directory(tmp)) throw InputError(tmp, "cannot create directory");
-    const std::int64_t n = ds.num_nodes;
-    const auto e = static_cast<std::int64_t>(ds.edge_src.size());
-    {
-      std::vector<std::int64_t> edges(static_cast<std::size_t>(2 * e));
+  const auto tmp = [&](const std::string& name) { return out.file(name); };
+  const std::int64_t n = ds.num_nodes;
+  const auto e = static_cast<std::int64_t>(ds.edge_src.size());
+  {
+    std::vector<std::int64_t> edges(static_cast<std::size_t>(2 * e));
 #pragma omp parallel for schedule(static)
-      for (std::int64_t k = 0; k < e; ++k) {
-        edges[2 * k] = ds.edge_src[k];
-        edges[2 * k + 1] = ds.edge_dst[k];
-      }
-      write_npy(join(tmp, "edges.npy"), NpyType::i8, {e, 2}, edges);
+    for (std::int64_t k = 0; k < e; ++k) {
+      edges[2 * k] = ds.edge_src[k];
+      edges[2 * k + 1] = ds.edge_dst[k];
     }
-    {
-      const std::vector<float> host_copy =
-          ds.features.device().is_host() ? std::vector<float>{} : ds.features.to_host();
-      const float* p = ds.features.device().is_host() ? ds.features.data() : host_copy.data();
-      write_npy(join(tmp, "features.npy"), NpyType::f4, {n, ds.features.cols()},
-                std::as_bytes(std::span<const float>(p, static_cast<std::size_t>(ds.features.size()))));
-    }
-    if (ds.multilabel) {
-      write_npy(join(tmp, "labels.npy"), NpyType::u1, {n, ds.num_classes}, ds.label_matrix);
-    } else {
-      const std::vector<std::int64_t> labels(ds.labels.begin(), ds.labels.end());
-      write_npy(join(tmp, "labels.npy"), NpyType::i8, {n}, labels);
-    }
-    const std::vector<GlobalId>* splits[3] = {&ds.train_idx, &ds.val_idx, &ds.test_idx};
-    for (int s = 0; s < 3; ++s)
-      write_npy(join(tmp, std::string(kSplitNames[s]) + "_idx.npy"), NpyType::i8,
-                {static_cast<std::int64_t>(splits[s]->size())}, *splits[s]);
-
-    Json m = Json::object();
-    m.set("format", kFormat);
-    m.set("version", kVersion);
-    m.set("name", ds.name);
-    m.set("num_nodes", n);
-    m.set("num_edges", e);
-    m.set("num_features", ds.features.cols());
-    m.set("num_classes", ds.num_classes);
-    m.set("multilabel", ds.multilabel);
-    m.set("meta", ds.meta.is_object() ? ds.meta : Json::object());
-    // The manifest goes last: a directory without one is recognisably incomplete.
-    write_file_atomic(join(tmp, "manifest.json"), m.dump(2) + "\n");
-    fsync_dir(tmp);
-
-    if (fs::exists(target)) {
-      // Swap via a sibling so a crash leaves either the old or the new dataset in place.
-      const std::string old = target_str + ".old." + std::to_string(::getpid());
-      fs::remove_all(old, ec);
-      fs::rename(target, old);
-      try {
-        fs::rename(tmp, target);
-      } catch (...) {
-        fs::rename(old, target, ec);
-        throw;
-      }
-      fs::remove_all(old, ec);
-    } else {
-      fs::rename(tmp, target);
-    }
-    fsync_dir(target.parent_path());
-  } catch (const fs::filesystem_error& err) {
-    fs::remove_all(tmp, ec);
-    throw InputError(target_str, std::string("cannot write dataset: ") + err.what());
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
+    write_npy(tmp("edges.npy"), NpyType::i8, {e, 2}, edges);
   }
+  {
+    const std::vector<float> host_copy =
+        ds.features.device().is_host() ? std::vector<float>{} : ds.features.to_host();
+    const float* p = ds.features.device().is_host() ? ds.features.data() : host_copy.data();
+    write_npy(tmp("features.npy"), NpyType::f4, {n, ds.features.cols()},
+              std::as_bytes(std::span<const float>(p, static_cast<std::size_t>(ds.features.size()))));
+  }
+  if (ds.multilabel) {
+    write_npy(tmp("labels.npy"), NpyType::u1, {n, ds.num_classes}, ds.label_matrix);
+  } else {
+    const std::vector<std::int64_t> labels(ds.labels.begin(), ds.labels.end());
+    write_npy(tmp("labels.npy"), NpyType::i8, {n}, labels);
+  }
+  const std::vector<GlobalId>* splits[3] = {&ds.train_idx, &ds.val_idx, &ds.test_idx};
+  for (int s = 0; s < 3; ++s)
+    write_npy(tmp(std::string(kSplitNames[s]) + "_idx.npy"), NpyType::i8,
+              {static_cast<std::int64_t>(splits[s]->size())}, *splits[s]);
+
+  Json m = Json::object();
+  m["format"] = kFormat;
+  m["version"] = kVersion;
+  m["name"] = ds.name;
+  m["num_nodes"] = n;
+  m["num_edges"] = e;
+  m["num_features"] = ds.features.cols();
+  m["num_classes"] = ds.num_classes;
+  m["multilabel"] = ds.multilabel;
+  m["meta"] = ds.meta.is_object() ? ds.meta : Json::object();
+  // The manifest goes last: a directory without one is recognisably incomplete.
+  write_file_atomic(tmp("manifest.json"), dump_json(m, 2) + "\n");
+  out.commit();
 }
 
 }  // namespace halognn

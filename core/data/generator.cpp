@@ -248,30 +248,30 @@ Dataset generate_sbm(const SbmConfig& cfg) {
   }
 
   Json config = Json::object();
-  config.set("num_nodes", cfg.num_nodes);
-  config.set("num_edges", cfg.num_edges);
-  config.set("num_classes", cfg.num_classes);
-  config.set("num_features", cfg.num_features);
-  config.set("homophily", cfg.homophily);
-  config.set("power_law_exponent", cfg.power_law_exponent);
-  config.set("max_degree_fraction", cfg.max_degree_fraction);
-  config.set("feature_noise", cfg.feature_noise);
-  config.set("train_fraction", cfg.train_fraction);
-  config.set("val_fraction", cfg.val_fraction);
-  config.set("seed", static_cast<std::int64_t>(cfg.seed));
-  ds.meta.set("source_format", "generator");
-  ds.meta.set("generator", "degree-corrected SBM (halognn generate_sbm)");
-  ds.meta.set("config", std::move(config));
+  config["num_nodes"] = cfg.num_nodes;
+  config["num_edges"] = cfg.num_edges;
+  config["num_classes"] = cfg.num_classes;
+  config["num_features"] = cfg.num_features;
+  config["homophily"] = cfg.homophily;
+  config["power_law_exponent"] = cfg.power_law_exponent;
+  config["max_degree_fraction"] = cfg.max_degree_fraction;
+  config["feature_noise"] = cfg.feature_noise;
+  config["train_fraction"] = cfg.train_fraction;
+  config["val_fraction"] = cfg.val_fraction;
+  config["seed"] = static_cast<std::int64_t>(cfg.seed);
+  ds.meta["source_format"] = "generator";
+  ds.meta["generator"] = "degree-corrected SBM (halognn generate_sbm)";
+  ds.meta["config"] = std::move(config);
   // Measured over the generated (stored) edges without self-loops.
   const std::int64_t non_loop = m - loops;
-  ds.meta.set("measured_homophily",
-              non_loop > 0 ? static_cast<double>(intra) / static_cast<double>(non_loop) : 0.0);
-  ds.meta.set("self_loops_generated", loops);
-  ds.meta.set("propensity_cap", cap);
+  ds.meta["measured_homophily"] =
+      non_loop > 0 ? static_cast<double>(intra) / static_cast<double>(non_loop) : 0.0;
+  ds.meta["self_loops_generated"] = loops;
+  ds.meta["propensity_cap"] = cap;
   Json split = Json::object();
-  split.set("kind", "random-fraction");
-  split.set("seed", static_cast<std::int64_t>(cfg.seed));
-  ds.meta.set("split", std::move(split));
+  split["kind"] = "random-fraction";
+  split["seed"] = static_cast<std::int64_t>(cfg.seed);
+  ds.meta["split"] = std::move(split);
   return ds;
 }
 

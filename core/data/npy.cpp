@@ -1,8 +1,5 @@
 #include "core/data/npy.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -15,6 +12,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "core/atomic_output.hpp"
 #include "core/error.hpp"
 
 namespace halognn {
@@ -503,32 +501,10 @@ void write_npy(const std::string& path, NpyType type, const std::vector<std::int
   head += static_cast<char>(dict.size() >> 8);
   head += dict;
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw InputError(path, "cannot create temporary file " + tmp);
-  auto write_all = [fd](const void* p, std::size_t len) {
-    const char* c = static_cast<const char*>(p);
-    while (len > 0) {
-      const ssize_t w = ::write(fd, c, len);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      c += w;
-      len -= static_cast<std::size_t>(w);
-    }
-    return true;
-  };
-  const bool ok = write_all(head.data(), head.size()) && write_all(data.data(), data.size()) &&
-                  ::fsync(fd) == 0;
-  if (::close(fd) != 0 || !ok) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot rename temporary file into place");
-  }
+  AtomicFile out(path);
+  out.write(head.data(), head.size());
+  out.write(data.data(), data.size());
+  out.commit();
 }
 
 }  // namespace halognn

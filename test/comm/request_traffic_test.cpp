@@ -131,13 +131,13 @@ TEST(TrafficCounter, WritesPerLayerJson) {
   t.add(1, Direction::backward, 40, 4);
   const Json j = t.to_json();
   ASSERT_EQ(j.at("layers").size(), 2u);
-  const Json& l1 = j.at("layers").as_array()[1];
-  EXPECT_EQ(l1.at("layer").as_int(), 1);
-  EXPECT_EQ(l1.at("bwd").at("payload").as_int(), 40);
-  EXPECT_EQ(l1.at("bwd").at("metadata").as_int(), 4);
-  EXPECT_EQ(l1.at("bwd").at("messages").as_int(), 1);
-  EXPECT_EQ(l1.at("fwd").at("total").as_int(), 0);
-  EXPECT_EQ(j.at("total").at("total").as_int(), 44);
+  const Json& l1 = j.at("layers")[1];
+  EXPECT_EQ(l1.at("layer").get<std::int64_t>(), 1);
+  EXPECT_EQ(l1.at("bwd").at("payload").get<std::int64_t>(), 40);
+  EXPECT_EQ(l1.at("bwd").at("metadata").get<std::int64_t>(), 4);
+  EXPECT_EQ(l1.at("bwd").at("messages").get<std::int64_t>(), 1);
+  EXPECT_EQ(l1.at("fwd").at("total").get<std::int64_t>(), 0);
+  EXPECT_EQ(j.at("total").at("total").get<std::int64_t>(), 44);
   EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
 }
 

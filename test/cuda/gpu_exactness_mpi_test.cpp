@@ -58,8 +58,9 @@ TEST_P(GpuExactness, PRankGpuTrainingEqualsOneRankGpuTrainingAndFollowsTheCpu) {
   ASSERT_EQ(staged.size(), single.size());
   for (std::size_t e = 0; e < single.size(); ++e) {
     EXPECT_NEAR(staged[e], single[e], 1e-4 * std::fabs(single[e])) << "mpi transport, epoch " << e;
-    if (!nccl.empty())
+    if (!nccl.empty()) {
       EXPECT_NEAR(nccl[e], single[e], 1e-4 * std::fabs(single[e])) << "nccl transport, epoch " << e;
+    }
     EXPECT_NEAR(single[e], on_cpu[e], 1e-3 * std::fabs(on_cpu[e])) << "GPU vs CPU, epoch " << e;
   }
   EXPECT_LT(single.back(), 0.9 * single.front());  // training made progress

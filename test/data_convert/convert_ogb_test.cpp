@@ -56,7 +56,7 @@ TEST(OgbConverter, ReadsAnOgbShapedFolderWithItsSplit) {
   EXPECT_EQ(ds.train_idx, (std::vector<GlobalId>{0, 3}));
   EXPECT_EQ(ds.val_idx, (std::vector<GlobalId>{1}));
   EXPECT_EQ(ds.test_idx, (std::vector<GlobalId>{2, 4}));
-  EXPECT_EQ(ds.meta.at("split").at("name").as_string(), "time");
+  EXPECT_EQ(ds.meta.at("split").at("name").get<std::string>(), "time");
   fs::remove_all(root.parent_path());
 }
 

@@ -72,7 +72,7 @@ TEST(PlanetoidConverter, CoraFolderIsDetectedAsPlanetoidWithThePublicSplit) {
   EXPECT_EQ(ds.val_idx.front(), 140);
   EXPECT_EQ(ds.test_idx.front(), 1708);
   EXPECT_EQ(ds.test_idx.back(), 2707);
-  EXPECT_EQ(ds.meta.at("features_missing").as_int(), 0);
+  EXPECT_EQ(ds.meta.at("features_missing").get<std::int64_t>(), 0);
   EXPECT_TRUE(dataset_warnings(ds).empty());
 }
 
@@ -88,7 +88,7 @@ TEST(PlanetoidConverter, CiteseerAbsentIdsGetZeroFeaturesAndNoLabel) {
   EXPECT_EQ(ds.num_classes, 6);
   EXPECT_EQ(s.class_sizes, (std::vector<std::int64_t>{249, 590, 668, 701, 596, 508}));
   EXPECT_EQ(s.unlabelled, 15);
-  EXPECT_EQ(ds.meta.at("features_missing").as_int(), 15);
+  EXPECT_EQ(ds.meta.at("features_missing").get<std::int64_t>(), 15);
   expect_split(ds, 120, 500, 1000);
   EXPECT_EQ(dataset_warnings(ds).size(), 1u);
 }
@@ -102,7 +102,7 @@ TEST(PlanetoidConverter, PubmedWithoutAllxKeepsWhatExistsAndWarns) {
   EXPECT_EQ(ds.num_features(), 500);
   EXPECT_EQ(s.feature_nnz, 2819 + 50140);
   EXPECT_EQ(s.class_sizes, (std::vector<std::int64_t>{4103, 7739, 7875}));
-  EXPECT_EQ(ds.meta.at("features_missing").as_int(), 18657);
+  EXPECT_EQ(ds.meta.at("features_missing").get<std::int64_t>(), 18657);
   expect_split(ds, 60, 500, 1000);
   const auto w = dataset_warnings(ds);
   ASSERT_EQ(w.size(), 1u);
@@ -135,7 +135,7 @@ TEST(LinqsConverter, CiteseerDropsCitationsOfUnknownPapers) {
   EXPECT_EQ(s.undirected, 4536);
   EXPECT_EQ(s.self_loops, 124);
   EXPECT_EQ(s.feature_nnz, 105165);
-  EXPECT_EQ(ds.meta.at("citations_dropped").as_int(), 17);
+  EXPECT_EQ(ds.meta.at("citations_dropped").get<std::int64_t>(), 17);
   EXPECT_EQ(ds.num_classes, 6);
   expect_split(ds, 120, 180, 3312 - 300);
 }
@@ -295,7 +295,7 @@ TEST(ConvertRoundTrip, WrittenDatasetReadsBackIdentically) {
   EXPECT_EQ(back.labels, ds.labels);
   EXPECT_EQ(back.test_idx, ds.test_idx);
   EXPECT_EQ(back.features.to_host(), ds.features.to_host());
-  EXPECT_EQ(back.meta.at("split").at("kind").as_string(), "planetoid-public");
+  EXPECT_EQ(back.meta.at("split").at("kind").get<std::string>(), "planetoid-public");
   std::filesystem::remove_all(std::filesystem::path(out).parent_path());
 }
 

@@ -36,7 +36,7 @@ TEST(LinqsConverter, SmallFixtureMapsIdsClassesAndEdges) {
   EXPECT_EQ(ds.labels, (std::vector<std::int32_t>{1, 0, 1}));
   EXPECT_EQ(ds.edge_src, (std::vector<GlobalId>{1, 2}));  // citing -> cited
   EXPECT_EQ(ds.edge_dst, (std::vector<GlobalId>{0, 2}));
-  EXPECT_EQ(ds.meta.at("citations_dropped").as_int(), 1);
+  EXPECT_EQ(ds.meta.at("citations_dropped").get<std::int64_t>(), 1);
   EXPECT_FLOAT_EQ(ds.features(2, 1), 1.0f);
   fs::remove_all(d);
 }
@@ -71,7 +71,7 @@ TEST(MusaeConverter, QuotedCommasInNamesDoNotShiftTheClass) {
   EXPECT_EQ(ds.num_features(), 4);
   EXPECT_FLOAT_EQ(ds.features(0, 2), 1.0f);
   EXPECT_FLOAT_EQ(ds.features(1, 3), 1.0f);
-  EXPECT_EQ(ds.meta.at("features_missing").as_int(), 1);  // node 2 has no feature entry
+  EXPECT_EQ(ds.meta.at("features_missing").get<std::int64_t>(), 1);  // node 2 has no feature entry
   fs::remove_all(d);
 }
 

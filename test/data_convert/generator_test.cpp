@@ -70,7 +70,7 @@ TEST(SbmGenerator, MeasuredHomophilyFollowsTheKnob) {
   for (double h : {0.0, 0.3, 0.6, 0.9, 1.0}) {
     SbmConfig c = small_config();
     c.homophily = h;
-    const double m = generate_sbm(c).meta.at("measured_homophily").as_double();
+    const double m = generate_sbm(c).meta.at("measured_homophily").get<double>();
     EXPECT_NEAR(m, h, 0.02) << "homophily knob " << h;
     EXPECT_GT(m, last);
     last = m;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 
+#include "core/atomic_output.hpp"
 #include "core/data/dataset.hpp"
 #include "core/data/npy.hpp"
 #include "core/error.hpp"
@@ -41,7 +42,7 @@ Dataset small_dataset(std::int64_t n = 40, std::int64_t f = 5) {
   for (std::int64_t v = 20; v < 29; ++v) ds.test_idx.push_back(v);
   ds.train_idx.erase(ds.train_idx.begin() + 9);  // node 9 is unlabelled
   ds.meta = Json::object();
-  ds.meta.set("source", "unit test");
+  ds.meta["source"] = "unit test";
   return ds;
 }
 
@@ -85,7 +86,7 @@ class DatasetIo : public ::testing::Test {
   Json manifest() const { return read_json_file(file("manifest.json")); }
   void set_manifest(const std::string& key, Json value) const {
     Json m = manifest();
-    m.set(key, std::move(value));
+    m[key] = std::move(value);
     write_file_atomic(file("manifest.json"), m.dump(2));
   }
   template <typename T>
@@ -109,9 +110,9 @@ TEST_F(DatasetIo, RoundTripsASingleLabelDataset) {
   const Dataset back = read_dataset(path_);
   expect_same(small_dataset(), back);
   const Json m = manifest();
-  EXPECT_EQ(m.at("format").as_string(), "halognn-dataset");
-  EXPECT_EQ(m.at("version").as_int(), 1);
-  EXPECT_EQ(m.at("num_edges").as_int(), static_cast<std::int64_t>(back.edge_src.size()));
+  EXPECT_EQ(m.at("format").get<std::string>(), "halognn-dataset");
+  EXPECT_EQ(m.at("version").get<std::int64_t>(), 1);
+  EXPECT_EQ(m.at("num_edges").get<std::int64_t>(), static_cast<std::int64_t>(back.edge_src.size()));
   EXPECT_EQ(read_npy(file("edges.npy")).type, NpyType::i8);
   EXPECT_EQ(read_npy(file("features.npy")).type, NpyType::f4);
   EXPECT_TRUE(fs::exists(file("train_idx.npy")));
@@ -278,7 +279,7 @@ TEST_F(DatasetIo, RejectsBadManifests) {
   set_manifest("num_nodes", 41);
   expect_read_error(path_, "features.npy", "num_nodes = 41 from manifest.json");
   set_manifest("num_nodes", "forty");
-  expect_read_error(path_, "manifest.json", "\"num_nodes\" must be a non-negative integer");
+  expect_read_error(path_, "manifest.json", "\"num_nodes\" must be an integer");
   set_manifest("num_nodes", 40);
   set_manifest("num_classes", 2);
   expect_read_error(path_, "labels.npy", "out of range [-1, 2)");
@@ -287,7 +288,7 @@ TEST_F(DatasetIo, RejectsBadManifests) {
   expect_read_error(path_, "labels.npy", "uint8 or bool");
   set_manifest("multilabel", false);
   put_raw("manifest.json", "{\"format\": ");
-  expect_read_error(path_, "manifest.json", "json");
+  expect_read_error(path_, "manifest.json", "invalid JSON");
   // A directory whose manifest is unreadable is not recognisably a dataset: never replaced.
   EXPECT_THROW(write_dataset(small_dataset(), path_), InputError);
 }

@@ -85,22 +85,22 @@ TEST_F(PartitionDir, RoundTripReproducesEveryPart) {
 
 TEST_F(PartitionDir, ManifestRecordsDatasetConfigReportAndFiles) {
   const Json m = read_partition_manifest(out_);
-  EXPECT_EQ(m.at("format").as_string(), "halognn-partition");
-  EXPECT_EQ(m.at("version").as_int(), kPartitionFormatVersion);
-  EXPECT_EQ(m.at("parts").as_int(), 4);
-  EXPECT_EQ(m.at("method").as_string(), "metis");
-  EXPECT_EQ(m.at("objective").as_string(), "cut");
-  EXPECT_EQ(m.at("seed").as_int(), 3);
-  EXPECT_EQ(m.at("edge_cut").as_int(), report_.edge_cut);
-  EXPECT_EQ(m.at("dataset").at("name").as_string(), "test-graph");
-  EXPECT_EQ(m.at("dataset").at("fingerprint").as_string(), dataset_fingerprint(ds_));
-  EXPECT_EQ(m.at("dataset").at("num_nodes").as_int(), 400);
+  EXPECT_EQ(m.at("format").get<std::string>(), "halognn-partition");
+  EXPECT_EQ(m.at("version").get<std::int64_t>(), kPartitionFormatVersion);
+  EXPECT_EQ(m.at("parts").get<std::int64_t>(), 4);
+  EXPECT_EQ(m.at("method").get<std::string>(), "metis");
+  EXPECT_EQ(m.at("objective").get<std::string>(), "cut");
+  EXPECT_EQ(m.at("seed").get<std::int64_t>(), 3);
+  EXPECT_EQ(m.at("edge_cut").get<std::int64_t>(), report_.edge_cut);
+  EXPECT_EQ(m.at("dataset").at("name").get<std::string>(), "test-graph");
+  EXPECT_EQ(m.at("dataset").at("fingerprint").get<std::string>(), dataset_fingerprint(ds_));
+  EXPECT_EQ(m.at("dataset").at("num_nodes").get<std::int64_t>(), 400);
   EXPECT_EQ(m.at("pair_volume").size(), report_.pair_volume.size());
-  const auto& files = m.at("files").as_array();
+  const Json& files = m.at("files");
   ASSERT_EQ(files.size(), 4u);
   for (Rank r = 0; r < 4; ++r) {
-    EXPECT_EQ(files[r].at("file").as_string(), partition_file_name(r));
-    EXPECT_EQ(files[r].at("bytes").as_int(),
+    EXPECT_EQ(files[r].at("file").get<std::string>(), partition_file_name(r));
+    EXPECT_EQ(files[r].at("bytes").get<std::int64_t>(),
               static_cast<std::int64_t>(fs::file_size(rank_file(r))));
   }
   EXPECT_EQ(m.dump(), manifest_.dump());
@@ -124,7 +124,7 @@ TEST_F(PartitionDir, RewritingReplacesAnExistingPartitionDirectory) {
   two.parts = 2;
   const auto parts2 = assign_parts(g_, two);
   write_partition_dir(ds_, g_, parts2, two, out_ + "/");
-  EXPECT_EQ(read_partition_manifest(out_).at("parts").as_int(), 2);
+  EXPECT_EQ(read_partition_manifest(out_).at("parts").get<std::int64_t>(), 2);
   EXPECT_FALSE(fs::exists(rank_file(3)));
   EXPECT_NO_THROW(read_local_partition(out_, 1, 2));
   // No temporary or backup directory is left behind.
@@ -137,7 +137,7 @@ TEST_F(PartitionDir, RefusesToReplaceSomethingThatIsNotAPartition) {
   const std::string other = tmp_ / "precious";
   fs::create_directories(other);
   spit(other + "/notes.txt", "keep me");
-  EXPECT_THROW(write_partition_dir(ds_, g_, parts_, cfg_, other), ConfigError);
+  EXPECT_THROW(write_partition_dir(ds_, g_, parts_, cfg_, other), InputError);
   EXPECT_EQ(slurp(other + "/notes.txt"), "keep me");
 }
 
@@ -210,12 +210,12 @@ TEST_F(PartitionDir, RankFileSwappedWithAnotherRanksIsReported) {
   // check can catch it.
   fs::copy_file(rank_file(2), rank_file(1), fs::copy_options::overwrite_existing);
   Json m = read_partition_manifest(out_);
-  Json::Array files = m.at("files").as_array();
+  Json files = m.at("files");
   Json entry = files[1];
-  entry.set("bytes", files[2].at("bytes"));
-  entry.set("crc32", files[2].at("crc32"));
+  entry["bytes"] = files[2].at("bytes");
+  entry["crc32"] = files[2].at("crc32");
   files[1] = entry;
-  m.set("files", Json(files));
+  m["files"] = files;
   spit(out_ + "/manifest.json", m.dump(2));
   expect_read_error(rank_file(1), "expected rank 1 of 4");
 }

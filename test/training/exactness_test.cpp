@@ -82,7 +82,7 @@ TEST(Pipelined, StalenessBoundOneEqualsSynchronousTraining) {
   auto world = make_mpi_transport(MPI_COMM_WORLD);
   const Trace sync = train(cfg, testing::partition_of(ds, size, rank), *world);
   cfg.exchange = ExchangeMode::pipelined;
-  cfg.staleness_bound = 1;
+  cfg.sync_every = 1;
   const Trace pipe = train(cfg, testing::partition_of(ds, size, rank), *world);
   EXPECT_EQ(pipe.loss, sync.loss);
 }
@@ -99,7 +99,7 @@ TEST(Pipelined, HaloAgeNeverExceedsTheBoundAndTrainingStillLearns) {
     cfg.layers = 3;
     cfg.epochs = 30;
     cfg.exchange = ExchangeMode::pipelined;
-    cfg.staleness_bound = bound;
+    cfg.sync_every = bound;
     cfg.smoothing = bound == 3 ? 0.5f : 0.0f;
     auto world = make_mpi_transport(MPI_COMM_WORLD);
     Trainer trainer(cfg, testing::partition_of(ds, size, rank), *world, cpu_device());

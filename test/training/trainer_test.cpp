@@ -73,7 +73,7 @@ TEST_F(TrainerTest, EpochMetricsCarryTheReportedFields) {
                         "comm_s", "codec_s", "bytes_sent", "traffic", "synchronous", "max_staleness"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_TRUE(j.at("val_acc").is_number());
-  EXPECT_EQ(j.at("bytes_sent").as_int(), 0) << "one rank sends nothing";
+  EXPECT_EQ(j.at("bytes_sent").get<std::int64_t>(), 0) << "one rank sends nothing";
 }
 
 // Why 1e-4: the sparse and dense layer-0 paths form the same products with the same dropout

@@ -4,7 +4,7 @@
 
 #include "core/data/dataset.hpp"
 #include "core/data/generator.hpp"
-#include "models/training/trainer.hpp"
+#include "training/trainer.hpp"
 #include "partition/partition.hpp"
 
 namespace halognn::testing {

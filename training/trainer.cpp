@@ -1,4 +1,4 @@
-#include "models/training/trainer.hpp"
+#include "training/trainer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -45,11 +45,7 @@ double nonzero_fraction(const Matrix& m) {
 
 Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transport, DevicePtr dev)
     : cfg_(cfg), part_(std::move(part)), transport_(transport), dev_(std::move(dev)) {
-  GNN_CHECK_CONFIG(cfg_.layers >= 1, "--layers must be at least 1");
-  GNN_CHECK_CONFIG(cfg_.hidden >= 1, "--hidden must be at least 1");
-  GNN_CHECK_CONFIG(cfg_.heads >= 1, "--heads must be at least 1");
-  GNN_CHECK_CONFIG(cfg_.dropout >= 0 && cfg_.dropout < 1, "--dropout must be in [0, 1)");
-  GNN_CHECK_CONFIG(cfg_.eval_every >= 1, "--eval-every must be at least 1");
+  cfg_.validate();
   GNN_CHECK_CONFIG(part_.num_classes >= 1, "the partition has no classes");
   GNN_CHECK_CONFIG(part_.global_train > 0, "the partition has no training nodes");
 
@@ -105,8 +101,6 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
   }
   if (cfg_.exchange == ExchangeMode::pipelined) {
-    GNN_CHECK_CONFIG(cfg_.staleness_bound >= 0, "--staleness-bound must be non-negative");
-    GNN_CHECK_CONFIG(cfg_.smoothing >= 0 && cfg_.smoothing < 1, "--smoothing must be in [0, 1)");
     const LocalId n_halo = part_.num_halo;
     for (int l = 0; l < cfg_.layers; ++l) {
       const std::int64_t w = layers_[l]->in_dim();
@@ -171,7 +165,7 @@ Trainer::~Trainer() {
 
 bool Trainer::synchronous_epoch(std::int64_t t) const {
   if (cfg_.exchange == ExchangeMode::sync) return true;
-  return t == 0 || (cfg_.staleness_bound > 0 && t % cfg_.staleness_bound == 0);
+  return t == 0 || (cfg_.sync_every > 0 && t % cfg_.sync_every == 0);
 }
 
 void Trainer::poll() {
@@ -483,35 +477,35 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
 
 Json EpochMetrics::to_json() const {
   Json j = Json::object();
-  j.set("epoch", epoch);
-  j.set("loss", loss);
-  j.set("train_acc", train_score);
-  j.set("val_acc", eval ? Json(eval->val) : Json());
-  j.set("test_acc", eval ? Json(eval->test) : Json());
-  j.set("eval_train_acc", eval ? Json(eval->train) : Json());
-  j.set("epoch_s", epoch_s);
-  j.set("compute_s", compute_s);
-  j.set("comm_s", comm_s);
-  j.set("codec_s", codec_s);
-  j.set("bytes_sent", bytes_sent);
-  j.set("eval_bytes_sent", eval_bytes_sent);
-  j.set("synchronous", synchronous);
-  j.set("max_staleness", max_staleness);
-  j.set("traffic", traffic);
+  j["epoch"] = epoch;
+  j["loss"] = loss;
+  j["train_acc"] = train_score;
+  j["val_acc"] = eval ? Json(eval->val) : Json();
+  j["test_acc"] = eval ? Json(eval->test) : Json();
+  j["eval_train_acc"] = eval ? Json(eval->train) : Json();
+  j["epoch_s"] = epoch_s;
+  j["compute_s"] = compute_s;
+  j["comm_s"] = comm_s;
+  j["codec_s"] = codec_s;
+  j["bytes_sent"] = bytes_sent;
+  j["eval_bytes_sent"] = eval_bytes_sent;
+  j["synchronous"] = synchronous;
+  j["max_staleness"] = max_staleness;
+  j["traffic"] = traffic;
   return j;
 }
 
 Json FinalMetrics::to_json() const {
   Json j = Json::object();
-  j.set("event", "final");
-  j.set("best_epoch", best_epoch);
-  j.set("best_val_acc", best_val);
-  j.set("test_acc_at_best_val", test_at_best_val);
-  j.set("total_s", total_s);
-  j.set("total_bytes_sent", total_bytes_sent);
-  j.set("feature_exchange_bytes", feature_exchange_bytes);
+  j["event"] = "final";
+  j["best_epoch"] = best_epoch;
+  j["best_val_acc"] = best_val;
+  j["test_acc_at_best_val"] = test_at_best_val;
+  j["total_s"] = total_s;
+  j["total_bytes_sent"] = total_bytes_sent;
+  j["feature_exchange_bytes"] = feature_exchange_bytes;
   // Layer-0 halo features never change: they cross once, before epoch 0.
-  j.set("feature_exchange", "once, codec " + feature_exchange_codec);
+  j["feature_exchange"] = "once, codec " + feature_exchange_codec;
   return j;
 }
 

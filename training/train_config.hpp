@@ -1,7 +1,8 @@
 #pragma once
 /// @file train_config.hpp
-/// Everything a training run is configured by. The CLI (launch/halognn_train.cpp) only fills this
-/// struct; `to_json` is what --dump-config prints and what the metrics file records.
+/// Everything a training run is configured by. The CLI (training/train_cli.hpp) only fills this
+/// struct; `to_json` is what --dump-config prints, what --config reads back and what the metrics
+/// file records. Its keys are the command-line option names with '_' for '-'.
 #include <cstdint>
 #include <string>
 
@@ -12,11 +13,13 @@ namespace halognn {
 
 enum class OptimizerKind { adam, sgd };
 
-/// When halo rows cross (DESIGN.md "When rows cross").
+/// When halo rows cross (docs/halo_exchange.md "Exchange policies").
 enum class ExchangeMode { sync, pipelined };
 
 struct TrainConfig {
   std::string partition_dir;
+  std::string device = "auto";     ///< cpu | cuda | auto
+  std::string transport = "auto";  ///< nccl | mpi | auto
   ModelKind model = ModelKind::gcn;
   int layers = 2;
   std::int64_t hidden = 16;
@@ -45,14 +48,19 @@ struct TrainConfig {
   /// this is set, in which case the layer-0 forward codec is used for that one exchange.
   bool compress_layer0 = false;
 
-  // Exchange scheduling.
+  // Exchange policy.
   ExchangeMode exchange = ExchangeMode::sync;
-  int staleness_bound = 0;     ///< pipelined: one synchronous epoch every N epochs (0 = never)
+  /// pipelined: one synchronous epoch every N epochs, epoch 0 included (Sylvie's epsilon_s; 0 =
+  /// only epoch 0). A synchronisation period, not a per-row bound.
+  int sync_every = 0;
   float smoothing = 0.0f;      ///< pipelined: moving-average gamma for stale rows (0 = off)
   /// "GBPS[,LATENCY_US]" when the transport emulates a cluster link (comm/emulated_link.hpp);
   /// empty for the real transport. Recorded so metrics say the timings are emulated.
   std::string emulate_link;
 
+  /// Throws ConfigError naming the option for a value out of range or an option that the chosen
+  /// model, optimiser or exchange would ignore.
+  void validate() const;
   Json to_json() const;
 };
 

@@ -23,7 +23,7 @@
 #include "models/layer.hpp"
 #include "models/local_graph.hpp"
 #include "models/optimizer.hpp"
-#include "models/training/train_config.hpp"
+#include "training/train_config.hpp"
 #include "partition/local_partition.hpp"
 
 namespace halognn {

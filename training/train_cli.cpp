@@ -1,0 +1,141 @@
+#include "training/train_cli.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace halognn {
+namespace po = boost::program_options;
+namespace {
+
+/// Command-line tokens equivalent to a --config file: "--key=value" per member, a bare "--key"
+/// for true switches; null, false and empty strings are the defaults and give no token.
+std::vector<std::string> config_tokens(const std::string& path, const po::options_description& all) {
+  const Json j = read_json_file(path);
+  if (!j.is_object()) throw InputError(path, "a config file is a JSON object of option names");
+  std::vector<std::string> tokens;
+  for (const auto& [key, value] : j.items()) {
+    std::string name = key;
+    std::replace(name.begin(), name.end(), '_', '-');
+    if (!all.find_nothrow(name, false))
+      throw InputError(path, "unknown option \"" + key + "\" (see halognn-train --help)");
+    if (name == "config" || name == "dump-config" || name == "help")
+      throw InputError(path, "\"" + key + "\" cannot be set from a config file");
+    if (value.is_null() || (value.is_boolean() && !value.get<bool>()) ||
+        (value.is_string() && value.get<std::string>().empty()))
+      continue;
+    if (value.is_boolean()) {
+      tokens.push_back("--" + name);
+    } else if (value.is_string()) {
+      tokens.push_back("--" + name + "=" + value.get<std::string>());
+    } else if (value.is_number()) {
+      tokens.push_back("--" + name + "=" + dump_json(value));
+    } else {
+      throw InputError(path, "\"" + key + "\" must be a string, a number or true/false");
+    }
+  }
+  return tokens;
+}
+
+}  // namespace
+
+TrainCli parse_train_cli(int argc, const char* const* argv) {
+  TrainCli cli;
+  TrainConfig& c = cli.cfg;
+  std::string model = "gcn", optimizer = "adam", exchange = "sync", config_file;
+  bool dense_features = false;
+  int staleness_bound_alias = -1;
+  po::options_description general("General");
+  general.add_options()
+      ("help,h", "print this help and exit")
+      ("config", po::value(&config_file),
+       "read options from this JSON file (as --dump-config writes it; the command line wins)")
+      ("dump-config", "print the effective configuration as JSON and exit")
+      ("partition", po::value(&c.partition_dir), "partition directory (from halognn-partition)")
+      ("device", po::value(&c.device)->default_value("auto"), "cpu | cuda | auto")
+      ("transport", po::value(&c.transport)->default_value("auto"),
+       "nccl | mpi | auto (nccl on a GPU, mpi on the CPU; ranks sharing a GPU need mpi)")
+      ("metrics", po::value(&c.metrics_path), "write per-epoch JSON lines here")
+      ("quiet", po::bool_switch(&c.quiet), "no per-epoch progress lines");
+  po::options_description model_opts("Model and optimisation");
+  model_opts.add_options()
+      ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat")
+      ("layers", po::value(&c.layers)->default_value(2), "number of layers")
+      ("hidden", po::value(&c.hidden)->default_value(16), "hidden width (per head for GAT)")
+      ("heads", po::value(&c.heads)->default_value(1), "GAT attention heads of hidden layers")
+      ("epochs", po::value(&c.epochs)->default_value(200), "training epochs")
+      ("lr", po::value(&c.lr)->default_value(0.01f), "learning rate")
+      ("weight-decay", po::value(&c.weight_decay)->default_value(5e-4f), "L2 weight decay")
+      ("decay-biases", po::bool_switch(&c.decay_biases), "apply weight decay to biases too")
+      ("optimizer", po::value(&optimizer)->default_value("adam"), "adam | sgd")
+      ("momentum", po::value(&c.momentum)->default_value(0.0f), "SGD momentum (--optimizer sgd)")
+      ("dropout", po::value(&c.dropout)->default_value(0.5f), "dropout probability on layer inputs")
+      ("seed", po::value(&c.seed)->default_value(1), "seed of every random choice")
+      ("eval-every", po::value(&c.eval_every)->default_value(1), "evaluate every N epochs")
+      ("dense-features", po::bool_switch(&dense_features),
+       "keep layer 0's input dense even when under 10% of it is non-zero "
+       "(default: such features are held as CSR, which is faster and smaller)")
+      ("row-normalize", po::bool_switch(&c.row_normalize_features),
+       "divide each feature row by its sum (Kipf & Welling preprocessing)");
+  po::options_description comm_opts("Halo exchange");
+  comm_opts.add_options()
+      ("codec", po::value(&c.codec)->default_value("fp32"),
+       "codec for every layer and direction (see docs/codecs.md)")
+      ("codec-forward", po::value(&c.codec_forward), "forward codec, or a comma list per layer")
+      ("codec-backward", po::value(&c.codec_backward), "backward codec, or a comma list per layer")
+      ("compress-layer0", po::bool_switch(&c.compress_layer0),
+       "use the layer-0 forward codec for the one-time feature exchange (default: exact)")
+      ("exchange", po::value(&exchange)->default_value("sync"),
+       "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1)")
+      ("sync-every", po::value(&c.sync_every)->default_value(0),
+       "pipelined: a synchronous epoch every N epochs, epoch 0 included (0: only epoch 0)")
+      ("staleness-bound", po::value(&staleness_bound_alias),
+       "old name of --sync-every (a synchronisation period, not a per-row bound)")
+      ("smoothing", po::value(&c.smoothing)->default_value(0.0f),
+       "pipelined: moving-average gamma for stale halo rows and gradients (0: off)")
+      ("emulate-link", po::value(&c.emulate_link),
+       "GBPS[,LATENCY_US]: emulate a cluster link of this bandwidth and latency");
+  po::options_description all;
+  all.add(general).add(model_opts).add(comm_opts);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    if (vm.count("config")) {
+      const std::vector<std::string> tokens = config_tokens(vm["config"].as<std::string>(), all);
+      po::store(po::command_line_parser(tokens).options(all).run(), vm);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw ConfigError(std::string(e.what()) + " (see --help)");
+  }
+  cli.help = vm.count("help") > 0;
+  cli.dump_config = vm.count("dump-config") > 0;
+  std::ostringstream os;
+  os << "usage: mpirun -np K halognn-train --partition DIR [options]\n" << all;
+  cli.help_text = os.str();
+  if (cli.help) return cli;
+
+  c.sparse_features = !dense_features;
+  c.model = parse_model_kind(model);
+  c.optimizer = parse_optimizer_kind(optimizer);
+  c.exchange = parse_exchange_mode(exchange);
+  if (vm.count("staleness-bound")) {
+    GNN_CHECK_CONFIG(vm["sync-every"].defaulted(),
+                     "give --sync-every or its old name --staleness-bound, not both");
+    c.sync_every = staleness_bound_alias;
+    cli.notes.push_back("note: --staleness-bound " + std::to_string(staleness_bound_alias) +
+                        " is the old name of --sync-every " +
+                        std::to_string(staleness_bound_alias) +
+                        " (a synchronous epoch every N epochs)");
+  }
+  GNN_CHECK_CONFIG(cli.dump_config || !c.partition_dir.empty(),
+                   "--partition is required (see --help)");
+  c.validate();
+  return cli;
+}
+
+}  // namespace halognn
