@@ -16,18 +16,10 @@ const char* to_string(ModelKind k) {
 
 const char* to_string(OptimizerKind k) { return k == OptimizerKind::adam ? "adam" : "sgd"; }
 
-const char* to_string(ExchangeMode m) { return m == ExchangeMode::sync ? "sync" : "pipelined"; }
-
 OptimizerKind parse_optimizer_kind(const std::string& s) {
   if (s == "adam") return OptimizerKind::adam;
   if (s == "sgd") return OptimizerKind::sgd;
   throw ConfigError("unknown --optimizer '" + s + "' (choose from: adam, sgd)");
-}
-
-ExchangeMode parse_exchange_mode(const std::string& s) {
-  if (s == "sync") return ExchangeMode::sync;
-  if (s == "pipelined") return ExchangeMode::pipelined;
-  throw ConfigError("unknown --exchange '" + s + "' (choose from: sync, pipelined)");
 }
 
 void TrainConfig::validate() const {

@@ -6,15 +6,13 @@
 #include <cstdint>
 #include <string>
 
+#include "comm/exchange_policy.hpp"
 #include "core/json.hpp"
 #include "models/layer.hpp"
 
 namespace halognn {
 
 enum class OptimizerKind { adam, sgd };
-
-/// When halo rows cross (docs/halo_exchange.md "Exchange policies").
-enum class ExchangeMode { sync, pipelined };
 
 struct TrainConfig {
   std::string partition_dir;
@@ -66,8 +64,6 @@ struct TrainConfig {
 
 const char* to_string(ModelKind k);
 const char* to_string(OptimizerKind k);
-const char* to_string(ExchangeMode m);
 OptimizerKind parse_optimizer_kind(const std::string& s);
-ExchangeMode parse_exchange_mode(const std::string& s);
 
 }  // namespace halognn

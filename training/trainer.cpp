@@ -100,22 +100,15 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     // Layer 0's input gradient is never needed (features are constants).
     gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
   }
-  if (cfg_.exchange == ExchangeMode::pipelined) {
-    const LocalId n_halo = part_.num_halo;
-    for (int l = 0; l < cfg_.layers; ++l) {
-      const std::int64_t w = layers_[l]->in_dim();
-      const bool used = l > 0;
-      xe_.emplace_back(used ? Matrix(n_local, w, dev_) : Matrix());
-      halo_next_.emplace_back(used ? Matrix(n_halo, w, dev_) : Matrix());
-      grad_next_.emplace_back(used ? Matrix(n_own, w, dev_) : Matrix());
-      grad_smooth_.emplace_back(used && cfg_.smoothing > 0 ? Matrix(n_own, w, dev_) : Matrix());
-    }
-    fwd_inflight_.resize(static_cast<std::size_t>(cfg_.layers));
-    bwd_inflight_.resize(static_cast<std::size_t>(cfg_.layers));
-    fwd_unconsumed_.assign(static_cast<std::size_t>(cfg_.layers), false);
-    bwd_unconsumed_.assign(static_cast<std::size_t>(cfg_.layers), false);
-    fwd_posted_epoch_.assign(static_cast<std::size_t>(cfg_.layers), -1);
-    halo_epoch_.assign(static_cast<std::size_t>(cfg_.layers), -1);
+  {
+    PolicyConfig pc;
+    pc.mode = cfg_.exchange;
+    pc.sync_every = cfg_.sync_every;
+    pc.smoothing = cfg_.smoothing;
+    pc.seed = cfg_.seed;
+    std::vector<std::int64_t> widths;
+    for (const auto& layer : layers_) widths.push_back(layer->in_dim());
+    policy_ = make_exchange_policy(pc, *exchange_, n_own, part_.num_halo, widths, dev_);
   }
   logits_ = Matrix(n_own, layers_.back()->out_dim(), dev_);
   glogits_ = Matrix(n_own, layers_.back()->out_dim(), dev_);
@@ -153,107 +146,19 @@ void Trainer::exchange_features_once() {
   }
 }
 
-Trainer::~Trainer() {
-  // A pending request must not be destroyed; finish what is in flight (errors no longer matter).
-  for (int l = 0; l < static_cast<int>(fwd_inflight_.size()); ++l) {
-    try {
-      drain(l);
-    } catch (...) {
-    }
-  }
-}
-
-bool Trainer::synchronous_epoch(std::int64_t t) const {
-  if (cfg_.exchange == ExchangeMode::sync) return true;
-  return t == 0 || (cfg_.sync_every > 0 && t % cfg_.sync_every == 0);
-}
-
-void Trainer::poll() {
-  for (auto& r : fwd_inflight_) r.test();
-  for (auto& r : bwd_inflight_) r.test();
-}
-
-void Trainer::drain(int l) {
-  if (l >= static_cast<int>(fwd_inflight_.size())) return;
-  fwd_inflight_[l].wait();
-  bwd_inflight_[l].wait();
-  fwd_unconsumed_[l] = bwd_unconsumed_[l] = false;
-  // Rows or gradients that arrived but will not be used are dropped: a synchronous epoch
-  // replaces them with fresh ones.
-  if (!grad_next_[l].rows() || !grad_next_[l].cols()) return;
-  grad_next_[l].zero();
-}
-
-void Trainer::pipelined_forward_exchange(int l, std::int64_t epoch) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
-  DenseView x = x_[l].view();
-  DenseView halo = x.rows_range(n_own, n_local);
-  if (fwd_unconsumed_[l]) {
-    fwd_inflight_[l].wait();
-    fwd_unconsumed_[l] = false;
-    const std::int64_t n = halo.rows * halo.cols;
-    if (cfg_.smoothing > 0 && halo_epoch_[l] >= 0) {
-      // PipeGCN's moving average: h = gamma * h_old + (1 - gamma) * h_received.
-      kernels::axpby(*dev_, n, 1.0f - cfg_.smoothing, halo_next_[l].data(), cfg_.smoothing, halo.data);
-    } else {
-      kernels::copy(*dev_, halo_next_[l].view(), halo);
-    }
-    halo_epoch_[l] = fwd_posted_epoch_[l];
-  }
-  epoch_max_age_ = std::max(epoch_max_age_, static_cast<int>(epoch - halo_epoch_[l]));
-  fwd_inflight_[l] = exchange_->start_forward(l, epoch, cfg_.seed, x.rows_range(0, n_own),
-                                              halo_next_[l].view());
-  fwd_posted_epoch_[l] = epoch;
-  fwd_unconsumed_[l] = true;
-}
-
-void Trainer::pipelined_backward_exchange(int l, std::int64_t epoch, DenseView gx) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
-  DenseView g_own = gx.rows_range(0, n_own);
-  if (bwd_unconsumed_[l]) {
-    bwd_inflight_[l].wait();
-    bwd_unconsumed_[l] = false;
-    if (cfg_.smoothing > 0) {
-      const std::int64_t n = g_own.rows * g_own.cols;
-      kernels::axpby(*dev_, n, 1.0f - cfg_.smoothing, grad_next_[l].data(), cfg_.smoothing,
-                     grad_smooth_[l].data());
-      kernels::axpy(*dev_, 1.0f, grad_smooth_[l].view(), g_own);
-    } else {
-      kernels::axpy(*dev_, 1.0f, grad_next_[l].view(), g_own);
-    }
-    // These gradients were computed one epoch ago.
-    epoch_max_age_ = std::max(epoch_max_age_, 1);
-  }
-  grad_next_[l].zero();
-  bwd_inflight_[l] = exchange_->start_backward(l, epoch, cfg_.seed, gx.rows_range(n_own, n_local),
-                                               grad_next_[l].view());
-  bwd_unconsumed_[l] = true;
-}
+Trainer::~Trainer() = default;
 
 void Trainer::forward(std::int64_t epoch, bool training) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
+  const LocalId n_own = part_.num_owned;
   const bool drop = training && cfg_.dropout > 0;
-  const bool pipelined_mode = cfg_.exchange == ExchangeMode::pipelined;
-  const bool pipelined = training && !synchronous_epoch(epoch);
   for (int l = 0; l < cfg_.layers; ++l) {
-    // Evaluation in pipelined mode runs synchronously on its own buffers, so the stale halo rows
-    // the next training epoch will use stay untouched. Layer 0's rows are constants: shared.
-    Matrix& xm = (pipelined_mode && !training && l > 0) ? xe_[l] : x_[l];
     // In sparse mode layer 0's dense input is gone; only its shape is passed.
     DenseView x = (l == 0 && sparse_input_)
                       ? DenseView{nullptr, part_.num_local(), layers_[0]->in_dim()}
-                      : xm.view();
+                      : x_[l].view();
     if (l > 0) {
-      if (pipelined) {
-        pipelined_forward_exchange(l, epoch);
-      } else {
-        if (training && pipelined_mode) {
-          drain(l);
-          halo_epoch_[l] = epoch;
-        }
-        exchange_->start_forward(l, epoch, cfg_.seed, x.rows_range(0, n_own),
-                                 x.rows_range(n_own, n_local)).wait();
-      }
+      if (training) policy_->forward(l, x);
+      else policy_->forward_eval(l, epoch, x);
     }
     ConstDenseView in = x;
     if (l == 0 && sparse_input_) {
@@ -275,11 +180,10 @@ void Trainer::forward(std::int64_t epoch, bool training) {
     }
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;
-    Matrix& next = (pipelined_mode && !training && !last) ? xe_[l + 1] : (last ? logits_ : x_[l + 1]);
-    DenseView y = last ? logits_.view() : next.view().rows_range(0, n_own);
+    DenseView y = last ? logits_.view() : x_[l + 1].view().rows_range(0, n_own);
     layers_[l]->forward(graph_, in, y, ctx);
     if (!last) kernels::relu_forward(*dev_, y, y);
-    if (pipelined_mode) poll();
+    policy_->poll();
   }
 }
 
@@ -298,7 +202,7 @@ double Trainer::loss_and_grad() {
 }
 
 void Trainer::backward(std::int64_t epoch) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
+  const LocalId n_own = part_.num_owned;
   const bool drop = cfg_.dropout > 0;
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     const bool last = l + 1 == cfg_.layers;
@@ -313,17 +217,11 @@ void Trainer::backward(std::int64_t epoch) {
                        static_cast<std::uint64_t>(l)};
       kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, gx, gx);
     }
-    if (!synchronous_epoch(epoch)) {
-      pipelined_backward_exchange(l, epoch, gx);
-    } else {
-      if (cfg_.exchange == ExchangeMode::pipelined) drain(l);
-      exchange_->start_backward(l, epoch, cfg_.seed, gx.rows_range(n_own, n_local),
-                                gx.rows_range(0, n_own)).wait();
-    }
+    policy_->backward(l, gx);
     // Through the ReLU of layer l-1, whose output is the owned part of x_l.
     DenseView g_own = gx.rows_range(0, n_own);
     kernels::relu_backward(*dev_, x_[l].view().rows_range(0, n_own), g_own, g_own);
-    if (cfg_.exchange == ExchangeMode::pipelined) poll();
+    policy_->poll();
   }
 }
 
@@ -405,7 +303,7 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
 
   exchange_features_once();
   traffic_.reset();
-  epoch_max_age_ = 0;
+  policy_->begin_epoch(epoch);
   const auto t0 = Clock::now();
   forward(epoch, true);
   optimizer_->zero_grad();
@@ -444,8 +342,10 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   m.comm_s = t[2] / np;
   m.codec_s = t[3] / np;
   m.bytes_sent = global_bytes(train_bytes);
-  m.synchronous = synchronous_epoch(epoch);
-  m.max_staleness = epoch_max_age_;
+  m.synchronous = policy_->synchronous_epoch();
+  const HaloAges ages = policy_->ages().sum_over_ranks(transport_);
+  m.max_staleness = ages.max_age();
+  m.halo_age = ages.to_json();
   return m;
 }
 
@@ -467,46 +367,12 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
     }
     if (on_epoch) on_epoch(m);
   }
-  for (int l = 0; l < static_cast<int>(fwd_inflight_.size()); ++l) drain(l);
+  policy_->finish();
   f.total_s = seconds_since(t0);
   double t = f.total_s;
   transport_.all_reduce_max(&t, 1);
   f.total_s = t;
   return f;
-}
-
-Json EpochMetrics::to_json() const {
-  Json j = Json::object();
-  j["epoch"] = epoch;
-  j["loss"] = loss;
-  j["train_acc"] = train_score;
-  j["val_acc"] = eval ? Json(eval->val) : Json();
-  j["test_acc"] = eval ? Json(eval->test) : Json();
-  j["eval_train_acc"] = eval ? Json(eval->train) : Json();
-  j["epoch_s"] = epoch_s;
-  j["compute_s"] = compute_s;
-  j["comm_s"] = comm_s;
-  j["codec_s"] = codec_s;
-  j["bytes_sent"] = bytes_sent;
-  j["eval_bytes_sent"] = eval_bytes_sent;
-  j["synchronous"] = synchronous;
-  j["max_staleness"] = max_staleness;
-  j["traffic"] = traffic;
-  return j;
-}
-
-Json FinalMetrics::to_json() const {
-  Json j = Json::object();
-  j["event"] = "final";
-  j["best_epoch"] = best_epoch;
-  j["best_val_acc"] = best_val;
-  j["test_acc_at_best_val"] = test_at_best_val;
-  j["total_s"] = total_s;
-  j["total_bytes_sent"] = total_bytes_sent;
-  j["feature_exchange_bytes"] = feature_exchange_bytes;
-  // Layer-0 halo features never change: they cross once, before epoch 0.
-  j["feature_exchange"] = "once, codec " + feature_exchange_codec;
-  return j;
 }
 
 }  // namespace halognn
