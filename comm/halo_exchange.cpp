@@ -229,7 +229,8 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
 
   Request inner = transport_.exchange(sends, recvs, tag_value);
   // Recorded once the messages are posted, so a failed encode leaves no phantom bytes.
-  for (std::size_t k = 0; k < n_send; ++k) traffic_.add(layer, dir, send_size[k]);
+  for (std::size_t k = 0; k < n_send; ++k)
+    traffic_.add(layer, dir, out.peers()[k], cols > 0 ? out.count(k) : 0, send_size[k]);
 
   // The completion step: decode every peer's block, into `dst` itself when the receive side is
   // the identity and assigns, else into the workspace and then unpack (dst = or += R_recvᵀ ·
@@ -380,7 +381,8 @@ Request HaloExchange::start_selected(Direction dir, int layer, std::int64_t epoc
   Request inner = transport_.exchange_variable(sends, in.peers(), tag_value, std::move(room));
   for (std::size_t k = 0; k < out.num_peers(); ++k) {
     const EncodedSize block = codec->encoded_size(static_cast<std::int64_t>(selected[k].size()), cols);
-    traffic_.add(layer, dir, block.payload,
+    traffic_.add(layer, dir, out.peers()[k], static_cast<std::int64_t>(selected[k].size()),
+                 block.payload,
                  block.metadata + header_bytes(selected[k].size()) +
                      Transport::kVariableHeaderBytes);
   }

@@ -1,5 +1,7 @@
 #include "comm/halo_plan.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
@@ -203,6 +205,50 @@ HaloPlan HaloPlan::build(const LocalPartition& p, DevicePtr dev) {
   if (received != p.num_halo)
     plan_error(p.rank, "receives " + std::to_string(received) + " rows but has " +
                            std::to_string(p.num_halo) + " halo rows");
+  return from_links(p.rank, p.num_owned, p.num_halo, std::move(send), std::move(recv),
+                    std::move(dev));
+}
+
+HaloPlan HaloPlan::build_grouped(const LocalPartition& p,
+                                 const std::function<float(LocalId)>& beta, DevicePtr dev) {
+  if (!p.has_groups) plan_error(p.rank, "the partition has no semantic groups");
+  auto key = [&](const LinkGroupRows& l, std::int32_t g, Rank receiver) {
+    GlobalId smallest = std::numeric_limits<GlobalId>::max();
+    for (std::int32_t m = l.ptr[static_cast<std::size_t>(g)]; m < l.ptr[static_cast<std::size_t>(g) + 1]; ++m)
+      smallest = std::min(smallest, p.global_ids[static_cast<std::size_t>(l.rows[static_cast<std::size_t>(m)])]);
+    return (GlobalId{1} << 62) | (static_cast<GlobalId>(receiver) << 40) | smallest;
+  };
+  std::vector<SlotLink> send, recv;
+  for (const LinkGroupRows& l : p.send_groups) {
+    SlotLink& s = send.emplace_back();
+    s.peer = l.peer;
+    for (std::int32_t g = 0; g < l.num_groups(); ++g) {
+      std::vector<LocalId> rows;
+      std::vector<float> w;
+      for (std::int32_t m = l.ptr[static_cast<std::size_t>(g)]; m < l.ptr[static_cast<std::size_t>(g) + 1]; ++m) {
+        const LocalId r = l.rows[static_cast<std::size_t>(m)];
+        rows.push_back(r);
+        w.push_back(l.weights[static_cast<std::size_t>(m)] * beta(r));
+      }
+      s.add_slot(rows, w, key(l, g, l.peer));
+    }
+  }
+  for (const LinkGroupRows& l : p.recv_groups) {
+    SlotLink& s = recv.emplace_back();
+    s.peer = l.peer;
+    for (std::int32_t g = 0; g < l.num_groups(); ++g) {
+      std::vector<LocalId> rows;
+      std::vector<float> w;
+      for (std::int32_t m = l.ptr[static_cast<std::size_t>(g)]; m < l.ptr[static_cast<std::size_t>(g) + 1]; ++m) {
+        const LocalId r = l.rows[static_cast<std::size_t>(m)];
+        if (r < p.num_owned || r >= p.num_local())
+          plan_error(p.rank, "receive group member " + std::to_string(r) + " is not a halo row");
+        rows.push_back(r - p.num_owned);
+        w.push_back(1.0f / beta(r));
+      }
+      s.add_slot(rows, w, key(l, g, p.rank));
+    }
+  }
   return from_links(p.rank, p.num_owned, p.num_halo, std::move(send), std::move(recv),
                     std::move(dev));
 }

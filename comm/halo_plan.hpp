@@ -18,6 +18,7 @@
 /// id of a plain row, a stable id for a composite slot, so an encoding never depends on the rank
 /// count.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -105,6 +106,14 @@ class HaloPlan {
   /// conventions of local_partition.hpp (peer order, row ranges, each peer's halo rows contiguous
   /// in peer order and covering all halo rows).
   static HaloPlan build(const LocalPartition& part, DevicePtr dev);
+
+  /// The semantic-groups plan of a partition built with groups (part.has_groups): one slot per
+  /// group. The sender's slot is Σ_u w_u β_u h_u over the group's members, and every member's halo
+  /// row receives slot / β_u, so a layer aggregating α_v β_u h_u over its neighbours computes
+  /// α_v D_g(v) m_g per group (docs/semantic_groups.md). `beta` gives β of a local row. Slot keys
+  /// are (1 << 62) | (receiving rank << 40) | the group's smallest member's global id.
+  static HaloPlan build_grouped(const LocalPartition& part,
+                                const std::function<float(LocalId)>& beta, DevicePtr dev);
 
   /// A plan from explicit slot maps: `send` maps slots to owned rows (0..num_owned-1), `recv` to
   /// halo rows (0..num_halo-1, not local ids). Peers ascending, each at most once, never `rank`.

@@ -133,6 +133,13 @@ int main(int argc, char** argv) {
       trainer = std::make_unique<Trainer>(cli.cfg, std::move(part), *transport, dev);
     });
     const bool multilabel = trainer->multilabel();
+    const auto [plain_rows, sent_rows] = trainer->rows_per_exchange();
+    if (rank == 0 && !cli.cfg.quiet)
+      std::cout << "halognn-train: halo rows per exchange of a layer: " << plain_rows << " plain"
+                << (cli.cfg.halo_rows == HaloRows::semantic
+                        ? ", " + std::to_string(sent_rows) + " semantic group rows sent"
+                        : std::string())
+                << "\n";
     if (rank == 0 && !cli.cfg.quiet)
       std::cout << "halognn-train: layer-0 input on rank 0: "
                 << (trainer->sparse_input() ? "sparse (CSR)" : "dense") << "\n";

@@ -5,6 +5,7 @@
 //   sections, each: char[4] tag | u32 element bytes | u64 element count | data
 //   u32 CRC32 (zlib) of every preceding byte
 #include <bit>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -294,6 +295,118 @@ std::string strip_trailing_slashes(std::string s) {
   return s;
 }
 
+// ---- semantic groups files ------------------------------------------------------------------
+//   "HGNNGRPS" | u32 version | i32 rank | i32 num_parts | send side | receive side | u32 CRC32
+//   side: per-link (peer, groups, members) triplets, group pointers, members, [weights], kinds
+
+constexpr char kGroupsMagic[8] = {'H', 'G', 'N', 'N', 'G', 'R', 'P', 'S'};
+constexpr std::uint32_t kGroupsVersion = 1;
+
+void write_group_side(FileWriter& w, const std::vector<LinkGroupRows>& side, bool sending) {
+  std::vector<std::int32_t> head, ptr;
+  std::vector<LocalId> rows;
+  std::vector<float> weights;
+  std::vector<std::uint8_t> kinds;
+  for (const LinkGroupRows& l : side) {
+    head.push_back(l.peer);
+    head.push_back(static_cast<std::int32_t>(l.num_groups()));
+    head.push_back(static_cast<std::int32_t>(l.rows.size()));
+    ptr.insert(ptr.end(), l.ptr.begin(), l.ptr.end());
+    rows.insert(rows.end(), l.rows.begin(), l.rows.end());
+    weights.insert(weights.end(), l.weights.begin(), l.weights.end());
+    kinds.insert(kinds.end(), l.kinds.begin(), l.kinds.end());
+  }
+  w.section(sending ? "GSHD" : "GRHD", head.data(), head.size());
+  w.section(sending ? "GSPT" : "GRPT", ptr.data(), ptr.size());
+  w.section(sending ? "GSRO" : "GRRO", rows.data(), rows.size());
+  if (sending) w.section("GSWT", weights.data(), weights.size());
+  w.section(sending ? "GSKI" : "GRKI", kinds.data(), kinds.size());
+}
+
+std::vector<LinkGroupRows> read_group_side(FileReader& r, bool sending, const std::string& path) {
+  std::vector<std::int32_t> head, ptr;
+  std::vector<LocalId> rows;
+  std::vector<float> weights;
+  std::vector<std::uint8_t> kinds;
+  r.section(sending ? "GSHD" : "GRHD", head, -1);
+  GNN_CHECK_INPUT(head.size() % 3 == 0, path, "group header has a length not divisible by 3");
+  std::int64_t groups = 0, members = 0;
+  for (std::size_t i = 0; i < head.size(); i += 3) {
+    GNN_CHECK_INPUT(head[i + 1] >= 0 && head[i + 2] >= 0, path, "negative group counts");
+    groups += head[i + 1];
+    members += head[i + 2];
+  }
+  const auto links = static_cast<std::int64_t>(head.size() / 3);
+  r.section(sending ? "GSPT" : "GRPT", ptr, groups + links);
+  r.section(sending ? "GSRO" : "GRRO", rows, members);
+  if (sending) r.section("GSWT", weights, members);
+  r.section(sending ? "GSKI" : "GRKI", kinds, groups);
+  std::vector<LinkGroupRows> side(static_cast<std::size_t>(links));
+  std::int64_t at_ptr = 0, at_rows = 0, at_kind = 0;
+  for (std::size_t k = 0; k < side.size(); ++k) {
+    LinkGroupRows& l = side[k];
+    l.peer = head[3 * k];
+    const std::int64_t g = head[3 * k + 1], m = head[3 * k + 2];
+    l.ptr.assign(ptr.begin() + at_ptr, ptr.begin() + at_ptr + g + 1);
+    l.rows.assign(rows.begin() + at_rows, rows.begin() + at_rows + m);
+    if (sending) l.weights.assign(weights.begin() + at_rows, weights.begin() + at_rows + m);
+    l.kinds.assign(kinds.begin() + at_kind, kinds.begin() + at_kind + g);
+    at_ptr += g + 1;
+    at_rows += m;
+    at_kind += g;
+  }
+  return side;
+}
+
+std::string groups_file_name(Rank rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "groups-%05d.bin", rank);
+  return buf;
+}
+
+PartitionFileInfo write_groups_file(const LocalPartition& lp, const std::string& path) {
+  FileWriter w(path);
+  w.write(kGroupsMagic, sizeof kGroupsMagic);
+  w.pod<std::uint32_t>(kGroupsVersion);
+  w.pod<std::int32_t>(lp.rank);
+  w.pod<std::int32_t>(lp.num_parts);
+  write_group_side(w, lp.send_groups, true);
+  write_group_side(w, lp.recv_groups, false);
+  PartitionFileInfo info = w.finish();
+  info.file = fs::path(path).filename().string();
+  return info;
+}
+
+/// Reads rank lp.rank's groups file (checked against the manifest's size and CRC) into lp.
+void read_groups_file(const std::string& path, std::uint64_t bytes, std::uint32_t crc,
+                      LocalPartition& lp) {
+  GNN_CHECK_INPUT(fs::exists(path), path, "missing groups file (listed in the manifest)");
+  const std::uint64_t size = file_size_or_throw(path);
+  GNN_CHECK_INPUT(size == bytes, path, "file is ", size, " bytes but the manifest says ", bytes,
+                  " (truncated, or from another partition run)");
+  GNN_CHECK_INPUT(size >= sizeof kGroupsMagic + 12 + 4, path, "truncated groups file");
+  const std::uint32_t body_crc = crc_of_prefix(path, size - 4);
+  GNN_CHECK_INPUT(body_crc == crc, path, "checksum ", body_crc, " differs from the manifest's ",
+                  crc, " (corrupt, or from another partition run)");
+  FileReader r(path, size);
+  char magic[8];
+  r.read(magic, sizeof magic, "magic");
+  GNN_CHECK_INPUT(std::memcmp(magic, kGroupsMagic, sizeof magic) == 0, path,
+                  "not a halognn groups file (bad magic)");
+  const auto version = r.pod<std::uint32_t>("version");
+  GNN_CHECK_INPUT(version == kGroupsVersion, path, "groups file version ", version,
+                  ", this build reads version ", kGroupsVersion, "; re-run halognn-partition");
+  const auto rank = r.pod<std::int32_t>("header");
+  const auto parts = r.pod<std::int32_t>("header");
+  GNN_CHECK_INPUT(rank == lp.rank && parts == lp.num_parts, path, "holds the groups of rank ",
+                  rank, " of ", parts, ", expected rank ", lp.rank, " of ", lp.num_parts);
+  lp.send_groups = read_group_side(r, true, path);
+  lp.recv_groups = read_group_side(r, false, path);
+  GNN_CHECK_INPUT(r.left() == 4, path, r.left() - 4, " unexpected bytes after the last section");
+  validate_groups(lp, path);
+  lp.has_groups = true;
+}
+
 }  // namespace
 
 std::string partition_file_name(Rank rank) {
@@ -370,8 +483,15 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   StagedDirectory out(
       out_arg, [](const fs::path& p) { return fs::is_empty(p) || is_partition_dir(p); },
       "partition");
+  std::vector<LinkGroups> links;
+  double grouping_s = 0;
+  if (cfg.semantic_groups) {
+    const auto t0 = std::chrono::steady_clock::now();
+    links = group_links(g, parts, cfg.parts, cfg.grouping);
+    grouping_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   PartitionReport report;
-  Json files = Json::array();
+  Json files = Json::array(), group_files = Json::array();
   for_each_local_partition(
       ds, g, parts, cfg.parts,
       [&](LocalPartition&& lp) {
@@ -379,8 +499,16 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
         const PartitionFileInfo info = write_local_partition_file(lp, out.file(name));
         files.push_back({{"rank", lp.rank}, {"file", name}, {"bytes", info.bytes},
                          {"crc32", info.crc32}});
+        if (!cfg.semantic_groups) return;
+        attach_groups(lp, links);
+        const std::string gname = groups_file_name(lp.rank);
+        const PartitionFileInfo ginfo = write_groups_file(lp, out.file(gname));
+        group_files.push_back({{"rank", lp.rank}, {"file", gname}, {"bytes", ginfo.bytes},
+                               {"crc32", ginfo.crc32}});
       },
       &report);
+  report.grouping_seconds = grouping_s;
+  for (const LinkGroups& l : links) report.group_links.push_back(l.to_json());
 
   Json dataset = Json::object();
   dataset["name"] = ds.name;
@@ -411,6 +539,17 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   for (const auto& x : report.pair_volume) pv.push_back({x.from, x.to, x.rows});
   m["pair_volume"] = std::move(pv);
   m["files"] = std::move(files);
+  if (cfg.semantic_groups) {
+    Json gr = Json::object();
+    gr["method"] = "semantic";
+    gr["groups_per_link"] = cfg.grouping.groups_per_link;
+    gr["drop_o2o"] = cfg.grouping.drop_o2o;
+    gr["seed"] = static_cast<std::int64_t>(cfg.grouping.seed);
+    gr["seconds"] = grouping_s;
+    gr["files"] = std::move(group_files);
+    gr["links"] = report.group_links;
+    m["groups"] = std::move(gr);
+  }
   // The manifest goes last: a directory without one is recognisably incomplete.
   write_file_atomic(out.file("manifest.json"), dump_json(m, 2) + "\n");
   out.commit();
@@ -493,6 +632,22 @@ LocalPartition read_local_partition(const std::string& dir_arg, Rank rank, Rank 
   const std::int64_t manifest_nodes = m["dataset"]["num_nodes"].get<std::int64_t>();
   GNN_CHECK_INPUT(lp.global_num_nodes == manifest_nodes, path, "graph size ",
                   lp.global_num_nodes, " differs from the manifest's ", manifest_nodes);
+  if (m.contains("groups")) {
+    const Json& gr = m["groups"];
+    GNN_CHECK_INPUT(gr.is_object() && gr.contains("files") && gr["files"].is_array() &&
+                        static_cast<std::int64_t>(gr["files"].size()) == parts,
+                    mpath, "\"groups\" must list one groups file per part");
+    const Json& gentry = gr["files"][static_cast<std::size_t>(rank)];
+    const std::string gwhere = mpath + " (groups.files[" + std::to_string(rank) + "])";
+    GNN_CHECK_INPUT(json_int(gentry, "rank", gwhere) == rank, mpath, "groups.files[", rank,
+                    "] is for another rank");
+    const std::string gname = json_string(gentry, "file", gwhere);
+    GNN_CHECK_INPUT(!gname.empty() && gname.find('/') == std::string::npos && gname != "." &&
+                        gname != "..",
+                    mpath, "groups file name '", gname, "' is not a plain file name");
+    read_groups_file(dir + "/" + gname, static_cast<std::uint64_t>(json_int(gentry, "bytes", gwhere)),
+                     static_cast<std::uint32_t>(json_int(gentry, "crc32", gwhere)), lp);
+  }
   return lp;
 }
 

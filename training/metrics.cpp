@@ -20,6 +20,7 @@ Json EpochMetrics::to_json() const {
   j["max_staleness"] = max_staleness;
   j["halo_age"] = halo_age;
   j["traffic"] = traffic;
+  j["links"] = links;
   return j;
 }
 

@@ -28,6 +28,8 @@ struct EpochMetrics {
   int max_staleness = 0;                ///< age in epochs of the oldest halo row or gradient used
   Json halo_age;                        ///< HaloAges::to_json, summed over ranks
   Json traffic;                         ///< per layer/direction payload/metadata bytes (all ranks)
+  /// Per link p -> q: rows per exchange (plain, and as sent) and bytes per layer and direction.
+  Json links;
   Json to_json() const;
 };
 

@@ -45,7 +45,7 @@ std::vector<std::string> config_tokens(const std::string& path, const po::option
 TrainCli parse_train_cli(int argc, const char* const* argv) {
   TrainCli cli;
   TrainConfig& c = cli.cfg;
-  std::string model = "gcn", optimizer = "adam", exchange = "sync", config_file;
+  std::string model = "gcn", optimizer = "adam", exchange = "sync", halo_rows = "plain", config_file;
   bool dense_features = false;
   int staleness_bound_alias = -1;
   po::options_description general("General");
@@ -87,7 +87,11 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("codec-forward", po::value(&c.codec_forward), "forward codec, or a comma list per layer")
       ("codec-backward", po::value(&c.codec_backward), "backward codec, or a comma list per layer")
       ("compress-layer0", po::bool_switch(&c.compress_layer0),
-       "use the layer-0 forward codec for the one-time feature exchange (default: exact)")
+       "use layer 0's forward codec and halo rows for the one-time feature exchange (default: "
+       "exact plain rows)")
+      ("halo-rows", po::value(&halo_rows)->default_value("plain"),
+       "plain | semantic: every boundary row, or one row per semantic group (a partition built "
+       "with --groups semantic; docs/semantic_groups.md)")
       ("exchange", po::value(&exchange)->default_value("sync"),
        "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1)")
       ("sync-every", po::value(&c.sync_every)->default_value(0),
@@ -123,6 +127,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.model = parse_model_kind(model);
   c.optimizer = parse_optimizer_kind(optimizer);
   c.exchange = parse_exchange_mode(exchange);
+  c.halo_rows = parse_halo_rows(halo_rows);
   if (vm.count("staleness-bound")) {
     GNN_CHECK_CONFIG(vm["sync-every"].defaulted(),
                      "give --sync-every or its old name --staleness-bound, not both");

@@ -16,6 +16,14 @@ const char* to_string(ModelKind k) {
 
 const char* to_string(OptimizerKind k) { return k == OptimizerKind::adam ? "adam" : "sgd"; }
 
+const char* to_string(HaloRows r) { return r == HaloRows::plain ? "plain" : "semantic"; }
+
+HaloRows parse_halo_rows(const std::string& s) {
+  if (s == "plain") return HaloRows::plain;
+  if (s == "semantic") return HaloRows::semantic;
+  throw ConfigError("unknown --halo-rows '" + s + "' (choose from: plain, semantic)");
+}
+
 OptimizerKind parse_optimizer_kind(const std::string& s) {
   if (s == "adam") return OptimizerKind::adam;
   if (s == "sgd") return OptimizerKind::sgd;
@@ -71,6 +79,7 @@ Json TrainConfig::to_json() const {
   j["codec_forward"] = codec_forward;
   j["codec_backward"] = codec_backward;
   j["compress_layer0"] = compress_layer0;
+  j["halo_rows"] = to_string(halo_rows);
   j["exchange"] = to_string(exchange);
   j["sync_every"] = sync_every;
   j["smoothing"] = smoothing;

@@ -14,6 +14,10 @@ namespace halognn {
 
 enum class OptimizerKind { adam, sgd };
 
+/// Which rows a halo exchange carries: every boundary row, or one row per semantic group
+/// (docs/semantic_groups.md; needs a partition built with --groups semantic).
+enum class HaloRows { plain, semantic };
+
 struct TrainConfig {
   std::string partition_dir;
   std::string device = "auto";     ///< cpu | cuda | auto
@@ -46,6 +50,8 @@ struct TrainConfig {
   /// this is set, in which case the layer-0 forward codec is used for that one exchange.
   bool compress_layer0 = false;
 
+  HaloRows halo_rows = HaloRows::plain;
+
   // Exchange policy.
   ExchangeMode exchange = ExchangeMode::sync;
   /// pipelined: one synchronous epoch every N epochs, epoch 0 included (Sylvie's epsilon_s; 0 =
@@ -64,6 +70,8 @@ struct TrainConfig {
 
 const char* to_string(ModelKind k);
 const char* to_string(OptimizerKind k);
+const char* to_string(HaloRows r);
+HaloRows parse_halo_rows(const std::string& s);
 OptimizerKind parse_optimizer_kind(const std::string& s);
 
 }  // namespace halognn

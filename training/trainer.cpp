@@ -50,7 +50,21 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   GNN_CHECK_CONFIG(part_.global_train > 0, "the partition has no training nodes");
 
   graph_ = LocalGraph::build(part_, dev_);
-  plan_ = std::make_shared<const HaloPlan>(HaloPlan::build(part_, dev_));
+  plain_plan_ = std::make_shared<const HaloPlan>(HaloPlan::build(part_, dev_));
+  if (cfg_.halo_rows == HaloRows::semantic) {
+    GNN_CHECK_CONFIG(part_.has_groups, "--halo-rows semantic: the partition ", cfg_.partition_dir,
+                     " has no semantic groups (re-run halognn-partition with --groups semantic)");
+    const ModelKind kind = cfg_.model;
+    const std::vector<std::int64_t>& degree = part_.global_degree;
+    plan_ = std::make_shared<const HaloPlan>(HaloPlan::build_grouped(
+        part_, [&](LocalId r) { return neighbour_scale(kind, degree[static_cast<std::size_t>(r)]); },
+        dev_));
+    // Layer 0's features cross once, exactly, as plain rows (unless --compress-layer0).
+    if (!cfg_.compress_layer0)
+      features_exchange_ = std::make_unique<HaloExchange>(plain_plan_, transport_, traffic_);
+  } else {
+    plan_ = plain_plan_;
+  }
   exchange_ = std::make_unique<HaloExchange>(plan_, transport_, traffic_);
   codecs_ = parse_codec_plan(cfg_.codec, cfg_.codec_forward, cfg_.codec_backward, cfg_.layers);
   for (int l = 0; l < cfg_.layers; ++l) {
@@ -134,8 +148,8 @@ void Trainer::exchange_features_once() {
   const LocalId n_own = part_.num_owned, n_local = part_.num_local();
   DenseView x0 = x_[0].view();
   traffic_.reset();
-  exchange_->start_forward(0, 0, cfg_.seed, x0.rows_range(0, n_own), x0.rows_range(n_own, n_local))
-      .wait();
+  HaloExchange& ex = features_exchange_ ? *features_exchange_ : *exchange_;
+  ex.start_forward(0, 0, cfg_.seed, x0.rows_range(0, n_own), x0.rows_range(n_own, n_local)).wait();
   feature_exchange_bytes_ = global_bytes(traffic_.total().total());
   features_exchanged_ = true;
   if (sparse_input_) {
@@ -285,6 +299,61 @@ std::uint64_t Trainer::global_bytes(std::uint64_t local) const {
   return static_cast<std::uint64_t>(v);
 }
 
+std::pair<std::int64_t, std::int64_t> Trainer::rows_per_exchange() {
+  ensure_link_rows();
+  const auto k = static_cast<std::size_t>(transport_.size());
+  std::int64_t plain = 0, sent = 0;
+  for (std::size_t i = 0; i < k * k; ++i) {
+    plain += link_rows_[i];
+    sent += link_rows_[k * k + i];
+  }
+  return {plain, sent};
+}
+
+void Trainer::ensure_link_rows() {
+  const auto k = static_cast<std::size_t>(transport_.size());
+  const auto me = static_cast<std::size_t>(transport_.rank());
+  if (link_rows_.empty()) {
+    link_rows_.assign(2 * k * k, 0);
+    const SlotMap& plain = plain_plan_->send();
+    const SlotMap& sent = plan_->send();
+    for (std::size_t i = 0; i < plain.num_peers(); ++i)
+      link_rows_[me * k + static_cast<std::size_t>(plain.peers()[i])] = plain.count(i);
+    for (std::size_t i = 0; i < sent.num_peers(); ++i)
+      link_rows_[k * k + me * k + static_cast<std::size_t>(sent.peers()[i])] = sent.count(i);
+    transport_.all_reduce_sum(link_rows_.data(), link_rows_.size());
+  }
+}
+
+Json Trainer::link_metrics() {
+  ensure_link_rows();
+  const auto k = static_cast<std::size_t>(transport_.size());
+  const auto me = static_cast<std::size_t>(transport_.rank());
+  const auto layers = static_cast<std::size_t>(cfg_.layers);
+  std::vector<std::int64_t> bytes(k * k * layers * 2, 0);
+  for (std::size_t q = 0; q < k; ++q)
+    for (std::size_t l = 0; l < layers; ++l)
+      for (std::size_t d = 0; d < 2; ++d)
+        bytes[((me * k + q) * layers + l) * 2 + d] = static_cast<std::int64_t>(
+            traffic_.bytes_to(static_cast<Rank>(q), static_cast<int>(l), static_cast<Direction>(d)));
+  transport_.all_reduce_sum(bytes.data(), bytes.size());
+  Json links = Json::array();
+  for (std::size_t p = 0; p < k; ++p)
+    for (std::size_t q = 0; q < k; ++q) {
+      if (link_rows_[p * k + q] == 0) continue;
+      Json fwd = Json::array(), bwd = Json::array();
+      for (std::size_t l = 0; l < layers; ++l) {
+        fwd.push_back(bytes[((p * k + q) * layers + l) * 2]);
+        // The backward messages of link p -> q travel q -> p.
+        bwd.push_back(bytes[((q * k + p) * layers + l) * 2 + 1]);
+      }
+      links.push_back({{"from", p}, {"to", q}, {"rows_plain", link_rows_[p * k + q]},
+                       {"rows", link_rows_[k * k + p * k + q]}, {"fwd_bytes", std::move(fwd)},
+                       {"bwd_bytes", std::move(bwd)}});
+    }
+  return links;
+}
+
 SplitScores Trainer::evaluate(std::int64_t epoch) {
   exchange_features_once();
   forward(epoch, /*training=*/false);
@@ -324,6 +393,7 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   const std::uint64_t train_bytes = traffic_.total().total() + allreduce_bytes_;
   // Per layer and direction, summed over ranks (collective).
   m.traffic = traffic_.sum_over_ranks(transport_).to_json();
+  m.links = link_metrics();
 
   // Evaluation traffic is real traffic, but it is not part of the training step: count it apart.
   if (evaluate_now) {
@@ -354,7 +424,9 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
   const auto t0 = Clock::now();
   exchange_features_once();
   f.feature_exchange_bytes = feature_exchange_bytes_;
-  f.feature_exchange_codec = exchange_->codec(0, Direction::forward).name();
+  f.feature_exchange_codec = (features_exchange_ ? *features_exchange_ : *exchange_)
+                                 .codec(0, Direction::forward)
+                                 .name();
   f.total_bytes_sent = feature_exchange_bytes_;
   for (int e = 0; e < cfg_.epochs; ++e) {
     const bool eval_now = (e + 1) % cfg_.eval_every == 0 || e + 1 == cfg_.epochs;

@@ -49,6 +49,9 @@ class Trainer {
   const TrafficCounter& traffic() const { return traffic_; }
   bool multilabel() const { return part_.multilabel; }
   const ExchangePolicy& policy() const { return *policy_; }
+  /// Halo rows one exchange of a layer >= 1 moves over all links: plain rows, and the rows this
+  /// run sends (group rows with --halo-rows semantic). Collective.
+  std::pair<std::int64_t, std::int64_t> rows_per_exchange();
   /// Whether layer 0 reads its input as CSR (TrainConfig::sparse_features and fewer than 10% of
   /// this rank's owned feature entries non-zero); see Layer::set_sparse_input.
   bool sparse_input() const { return sparse_input_; }
@@ -62,15 +65,22 @@ class Trainer {
   std::array<std::int64_t, 9> score_counts(bool eval_all) const;
   static SplitScores scores_from_counts(const std::array<std::int64_t, 9>& c, bool multilabel);
   std::uint64_t global_bytes(std::uint64_t local) const;
+  /// The per-link report of this epoch's training traffic (collective).
+  Json link_metrics();
+  void ensure_link_rows();
 
   TrainConfig cfg_;
   LocalPartition part_;
   Transport& transport_;
   DevicePtr dev_;
   LocalGraph graph_;
-  std::shared_ptr<const HaloPlan> plan_;
+  std::shared_ptr<const HaloPlan> plain_plan_;  ///< every boundary row (layer 0 always)
+  std::shared_ptr<const HaloPlan> plan_;        ///< what layers >= 1 exchange (--halo-rows)
   TrafficCounter traffic_;
   std::unique_ptr<HaloExchange> exchange_;
+  /// The one-time layer-0 exchange when it uses another plan than exchange_ (semantic rows
+  /// elsewhere, exact plain features here); null otherwise.
+  std::unique_ptr<HaloExchange> features_exchange_;
   std::unique_ptr<ExchangePolicy> policy_;
   CodecPlan codecs_;
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -89,6 +99,8 @@ class Trainer {
   std::uint64_t feature_exchange_bytes_ = 0;
   double allreduce_s_ = 0;
   std::uint64_t allreduce_bytes_ = 0;
+  /// [0, K²): plain rows per exchange of link p -> q at p * K + q; [K², 2K²): rows sent.
+  std::vector<std::int64_t> link_rows_;
 };
 
 }  // namespace halognn

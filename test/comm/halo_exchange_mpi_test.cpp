@@ -214,12 +214,14 @@ TEST_F(HaloExchangeTest, TrafficEqualsCodecSizesAndTransportBytes) {
       fwd.payload += e.payload;
       fwd.metadata += e.metadata;
       fwd.messages += e.total() > 0 ? 1 : 0;
+      fwd.rows += e.total() > 0 ? static_cast<std::uint64_t>(plan.send().count(k)) : 0;
     }
     for (std::size_t k = 0; k < plan.recv().num_peers(); ++k) {
       const EncodedSize e = codec.encoded_size(plan.recv().count(k), f);
       bwd.payload += e.payload;
       bwd.metadata += e.metadata;
       bwd.messages += e.total() > 0 ? 1 : 0;
+      bwd.rows += e.total() > 0 ? static_cast<std::uint64_t>(plan.recv().count(k)) : 0;
     }
     EXPECT_EQ(traffic.at(layer, Direction::forward), fwd) << "layer " << layer;
     EXPECT_EQ(traffic.at(layer, Direction::backward), bwd) << "layer " << layer;

@@ -68,6 +68,17 @@ expect_error "train: missing config file" "$work/none.cfg" \
 expect_error "train: metrics path not writable" "$work/no/such/dir/m.jsonl" \
   "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --quiet --metrics "$work/no/such/dir/m.jsonl"
 
+expect_error "train: semantic rows without groups" "no semantic groups" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --halo-rows semantic
+"$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/p2g" --groups semantic >/dev/null ||
+  fail "cannot partition the fixture with semantic groups"
+cp -r "$work/p2g" "$work/p2g_trunc"
+truncate -s 40 "$work/p2g_trunc/groups-00001.bin"
+expect_error "train: truncated groups file" "groups-00001.bin" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2g_trunc" --epochs 1 --halo-rows semantic
+expect_error "partition: --drop-o2o without groups" "--groups semantic" \
+  "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --drop-o2o
+
 # halognn-partition and halognn-data
 expect_error "partition: missing dataset" "$work/none" \
   "$bin/halognn-partition" --data "$work/none" --parts 2 --out "$work/px"
