@@ -4,17 +4,34 @@
 #include <algorithm>
 
 #include "comm/pipelined_policy.hpp"
+#include "comm/refresh_policy.hpp"
 #include "comm/sync_policy.hpp"
 #include "core/error.hpp"
 
 namespace halognn {
 
-const char* to_string(ExchangeMode m) { return m == ExchangeMode::sync ? "sync" : "pipelined"; }
+const char* to_string(ExchangeMode m) {
+  switch (m) {
+    case ExchangeMode::sync: return "sync";
+    case ExchangeMode::pipelined: return "pipelined";
+    case ExchangeMode::refresh: return "refresh";
+  }
+  return "?";
+}
 
 ExchangeMode parse_exchange_mode(const std::string& s) {
   if (s == "sync") return ExchangeMode::sync;
   if (s == "pipelined") return ExchangeMode::pipelined;
-  throw ConfigError("unknown --exchange '" + s + "' (choose from: sync, pipelined)");
+  if (s == "refresh") return ExchangeMode::refresh;
+  throw ConfigError("unknown --exchange '" + s + "' (choose from: sync, pipelined, refresh)");
+}
+
+const char* to_string(RefreshConfig::By b) { return b == RefreshConfig::By::grad ? "grad" : "change"; }
+
+RefreshConfig::By parse_refresh_by(const std::string& s) {
+  if (s == "grad") return RefreshConfig::By::grad;
+  if (s == "change") return RefreshConfig::By::change;
+  throw ConfigError("unknown --refresh-by '" + s + "' (choose from: grad, change)");
 }
 
 void HaloAges::reset(int num_layers) {
@@ -118,6 +135,8 @@ std::unique_ptr<ExchangePolicy> make_exchange_policy(const PolicyConfig& cfg, Ha
     case ExchangeMode::pipelined:
       return std::make_unique<PipelinedPolicy>(cfg, ex, num_owned, num_halo, widths,
                                                std::move(dev));
+    case ExchangeMode::refresh:
+      return std::make_unique<RefreshPolicy>(cfg, ex, num_owned, widths, std::move(dev));
   }
   throw ConfigError("unknown exchange mode");
 }

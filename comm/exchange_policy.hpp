@@ -8,7 +8,9 @@
 /// - pipelined: layer l of epoch t uses the rows sent in epoch t-1 while this epoch's rows are in
 ///   flight, and likewise for gradients (PipeGCN, Sylvie-A); one synchronous epoch every
 ///   `sync_every` epochs, epoch 0 included (Sylvie's epsilon_s); optional smoothing of the stale
-///   rows and gradients by a moving average (PipeGCN's gamma).
+///   rows and gradients by a moving average (PipeGCN's gamma);
+/// - refresh: only the rows that are too old or most important cross, the others come from a cache
+///   (FreshGNN's selective history; comm/refresh_policy.hpp).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,16 +22,30 @@
 
 namespace halognn {
 
-enum class ExchangeMode { sync, pipelined };
+enum class ExchangeMode { sync, pipelined, refresh };
+
+/// What the refresh policy re-sends each epoch.
+struct RefreshConfig {
+  enum class By { grad, change };
+  int staleness_bound = 1;      ///< s: a slot is re-sent when its age reaches s (1: every epoch)
+  double fraction = 0;          ///< r: of the other slots, this fraction by importance
+  By by = By::grad;             ///< importance: last gradient norm, or relative change
+  bool exact_backward = false;  ///< send every slot's gradient, not only the refreshed ones
+};
+
+const char* to_string(RefreshConfig::By b);
+/// "grad" | "change"; throws ConfigError naming --refresh-by otherwise.
+RefreshConfig::By parse_refresh_by(const std::string& s);
 
 const char* to_string(ExchangeMode m);
-/// "sync" | "pipelined"; throws ConfigError naming --exchange otherwise.
+/// "sync" | "pipelined" | "refresh"; throws ConfigError naming --exchange otherwise.
 ExchangeMode parse_exchange_mode(const std::string& s);
 
 struct PolicyConfig {
   ExchangeMode mode = ExchangeMode::sync;
   int sync_every = 0;        ///< pipelined: a synchronous epoch every N epochs (0: epoch 0 only)
   float smoothing = 0.0f;    ///< pipelined: gamma of the moving average (0: off)
+  RefreshConfig refresh;     ///< refresh: what is re-sent
   std::uint64_t seed = 0;    ///< keys the codecs' randomness
 };
 
@@ -78,6 +94,13 @@ class ExchangePolicy {
 
   /// Ages of the rows handed out since begin_epoch.
   const HaloAges& ages() const { return ages_; }
+  /// Bytes of device memory the policy's own state takes (stale rows, caches, averages).
+  virtual std::size_t state_bytes() const { return 0; }
+  /// The policy's own per-epoch report summed over ranks (collective), or null.
+  virtual Json summarize(Transport& transport) const {
+    (void)transport;
+    return Json();
+  }
   HaloExchange& exchange() { return ex_; }
 
  protected:

@@ -113,6 +113,14 @@ void PipelinedPolicy::poll() {
   }
 }
 
+std::size_t PipelinedPolicy::state_bytes() const {
+  std::size_t bytes = 0;
+  for (const Layer& s : layers_)
+    bytes += static_cast<std::size_t>(s.used.size() + s.arriving.size() + s.grad_arriving.size() +
+                                      s.grad_smooth.size()) * sizeof(float);
+  return bytes;
+}
+
 void PipelinedPolicy::finish() {
   for (int l = 0; l < static_cast<int>(layers_.size()); ++l) drain(l);
 }

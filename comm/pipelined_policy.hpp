@@ -22,6 +22,7 @@ class PipelinedPolicy final : public ExchangePolicy {
   void backward(int layer, DenseView gx) override;
   void poll() override;
   void finish() override;
+  std::size_t state_bytes() const override;
 
  private:
   /// Completes whatever layer l has in flight and drops it (a synchronous epoch replaces it).

@@ -74,7 +74,7 @@ std::string progress_line(const EpochMetrics& m, bool multilabel) {
                 "%.3f) | %.2f MB sent%s",
                 static_cast<long long>(m.epoch), m.loss, metric, m.train_score, eval.c_str(),
                 m.epoch_s, m.compute_s, m.comm_s, m.codec_s, m.bytes_sent / 1e6,
-                m.synchronous ? "" : " | pipelined, halo age <= ");
+                m.synchronous ? "" : " | stale halo rows, age <= ");
   std::string line = buf;
   if (!m.synchronous) line += std::to_string(m.max_staleness);
   return line;
@@ -133,6 +133,11 @@ int main(int argc, char** argv) {
       trainer = std::make_unique<Trainer>(cli.cfg, std::move(part), *transport, dev);
     });
     const bool multilabel = trainer->multilabel();
+    double state_mib = static_cast<double>(trainer->policy().state_bytes()) / (1024.0 * 1024.0);
+    transport->all_reduce_max(&state_mib, 1);
+    if (rank == 0 && !cli.cfg.quiet && state_mib > 0)
+      std::printf("halognn-train: exchange policy %s keeps %.2f MiB of halo state per rank (max)\n",
+                  std::string(trainer->policy().name()).c_str(), state_mib);
     const auto [plain_rows, sent_rows] = trainer->rows_per_exchange();
     if (rank == 0 && !cli.cfg.quiet)
       std::cout << "halognn-train: halo rows per exchange of a layer: " << plain_rows << " plain"

@@ -19,6 +19,7 @@ Json EpochMetrics::to_json() const {
   j["synchronous"] = synchronous;
   j["max_staleness"] = max_staleness;
   j["halo_age"] = halo_age;
+  if (!policy.is_null()) j["policy"] = policy;
   j["traffic"] = traffic;
   j["links"] = links;
   return j;

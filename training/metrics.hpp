@@ -27,6 +27,7 @@ struct EpochMetrics {
   bool synchronous = true;              ///< the policy scheduled this epoch synchronous
   int max_staleness = 0;                ///< age in epochs of the oldest halo row or gradient used
   Json halo_age;                        ///< HaloAges::to_json, summed over ranks
+  Json policy;                          ///< the policy's own report (refresh: rows by cause)
   Json traffic;                         ///< per layer/direction payload/metadata bytes (all ranks)
   /// Per link p -> q: rows per exchange (plain, and as sent) and bytes per layer and direction.
   Json links;

@@ -46,6 +46,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   TrainCli cli;
   TrainConfig& c = cli.cfg;
   std::string model = "gcn", optimizer = "adam", exchange = "sync", halo_rows = "plain", config_file;
+  std::string refresh_by = "grad";
   bool dense_features = false;
   int staleness_bound_alias = -1;
   po::options_description general("General");
@@ -93,11 +94,21 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
        "plain | semantic: every boundary row, or one row per semantic group (a partition built "
        "with --groups semantic; docs/semantic_groups.md)")
       ("exchange", po::value(&exchange)->default_value("sync"),
-       "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1)")
+       "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1) | refresh (only "
+       "rows too old or most important cross; docs/halo_exchange.md)")
       ("sync-every", po::value(&c.sync_every)->default_value(0),
        "pipelined: a synchronous epoch every N epochs, epoch 0 included (0: only epoch 0)")
       ("staleness-bound", po::value(&staleness_bound_alias),
-       "old name of --sync-every (a synchronisation period, not a per-row bound)")
+       "refresh: a halo row is re-sent when its age in epochs reaches N (1: every epoch, exact); "
+       "with --exchange pipelined, the old name of --sync-every")
+      ("refresh-fraction", po::value(&c.refresh_fraction)->default_value(0.0),
+       "refresh: of the other rows, re-send this fraction ranked by --refresh-by")
+      ("refresh-by", po::value(&refresh_by)->default_value("grad"),
+       "refresh: grad (gradient norm in the last backward) | change (relative change since "
+       "last sent)")
+      ("refresh-exact-backward", po::bool_switch(&c.refresh_exact_backward),
+       "refresh: send every halo gradient back every epoch (default: only those of refreshed "
+       "rows)")
       ("smoothing", po::value(&c.smoothing)->default_value(0.0f),
        "pipelined: moving-average gamma for stale halo rows and gradients (0: off)")
       ("emulate-link", po::value(&c.emulate_link),
@@ -128,14 +139,24 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.optimizer = parse_optimizer_kind(optimizer);
   c.exchange = parse_exchange_mode(exchange);
   c.halo_rows = parse_halo_rows(halo_rows);
+  c.refresh_by = parse_refresh_by(refresh_by);
   if (vm.count("staleness-bound")) {
-    GNN_CHECK_CONFIG(vm["sync-every"].defaulted(),
-                     "give --sync-every or its old name --staleness-bound, not both");
-    c.sync_every = staleness_bound_alias;
-    cli.notes.push_back("note: --staleness-bound " + std::to_string(staleness_bound_alias) +
-                        " is the old name of --sync-every " +
-                        std::to_string(staleness_bound_alias) +
-                        " (a synchronous epoch every N epochs)");
+    if (c.exchange == ExchangeMode::refresh) {
+      c.staleness_bound = staleness_bound_alias;
+    } else {
+      // The pipelined policy's synchronisation period once had this name.
+      GNN_CHECK_CONFIG(c.exchange == ExchangeMode::pipelined,
+                       "--staleness-bound needs --exchange refresh (a per-row bound) or "
+                       "pipelined (the old name of --sync-every)");
+      GNN_CHECK_CONFIG(vm["sync-every"].defaulted(),
+                       "give --sync-every or its old name --staleness-bound, not both");
+      c.sync_every = staleness_bound_alias;
+      cli.notes.push_back("note: with --exchange pipelined, --staleness-bound " +
+                          std::to_string(staleness_bound_alias) + " is the old name of --sync-every " +
+                          std::to_string(staleness_bound_alias) +
+                          " (a synchronous epoch every N epochs); the per-row staleness bound "
+                          "belongs to --exchange refresh");
+    }
   }
   GNN_CHECK_CONFIG(cli.dump_config || !c.partition_dir.empty(),
                    "--partition is required (see --help)");

@@ -48,6 +48,15 @@ void TrainConfig::validate() const {
   GNN_CHECK_CONFIG(momentum >= 0 && momentum < 1, "--momentum must be in [0, 1)");
   GNN_CHECK_CONFIG(exchange == ExchangeMode::pipelined || (sync_every == 0 && smoothing == 0),
                    "--sync-every and --smoothing need --exchange pipelined");
+  GNN_CHECK_CONFIG(exchange == ExchangeMode::refresh ||
+                       (staleness_bound == 1 && refresh_fraction == 0 &&
+                        refresh_by == RefreshConfig::By::grad && !refresh_exact_backward),
+                   "--staleness-bound, --refresh-fraction, --refresh-by and "
+                   "--refresh-exact-backward need --exchange refresh");
+  GNN_CHECK_CONFIG(staleness_bound >= 1, "--staleness-bound must be at least 1 (1: every row "
+                   "every epoch, exact)");
+  GNN_CHECK_CONFIG(refresh_fraction >= 0 && refresh_fraction <= 1,
+                   "--refresh-fraction must be in [0, 1]");
   GNN_CHECK_CONFIG(sync_every >= 0, "--sync-every must be non-negative");
   GNN_CHECK_CONFIG(smoothing >= 0 && smoothing < 1, "--smoothing must be in [0, 1)");
   if (!emulate_link.empty()) parse_link_model(emulate_link);
@@ -83,6 +92,12 @@ Json TrainConfig::to_json() const {
   j["exchange"] = to_string(exchange);
   j["sync_every"] = sync_every;
   j["smoothing"] = smoothing;
+  // Only refresh has a per-row bound; with pipelined the name would mean --sync-every (its old
+  // name), so it is left out of other configurations.
+  if (exchange == ExchangeMode::refresh) j["staleness_bound"] = staleness_bound;
+  j["refresh_fraction"] = refresh_fraction;
+  j["refresh_by"] = to_string(refresh_by);
+  j["refresh_exact_backward"] = refresh_exact_backward;
   j["emulate_link"] = emulate_link;
   return j;
 }

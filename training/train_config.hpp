@@ -58,6 +58,11 @@ struct TrainConfig {
   /// only epoch 0). A synchronisation period, not a per-row bound.
   int sync_every = 0;
   float smoothing = 0.0f;      ///< pipelined: moving-average gamma for stale rows (0 = off)
+  /// refresh: a halo row is re-sent when its age reaches this bound (1: every epoch, exact).
+  int staleness_bound = 1;
+  double refresh_fraction = 0;  ///< refresh: of the other rows, this fraction by importance
+  RefreshConfig::By refresh_by = RefreshConfig::By::grad;
+  bool refresh_exact_backward = false;  ///< refresh: every gradient crosses back, every epoch
   /// "GBPS[,LATENCY_US]" when the transport emulates a cluster link (comm/emulated_link.hpp);
   /// empty for the real transport. Recorded so metrics say the timings are emulated.
   std::string emulate_link;

@@ -119,6 +119,10 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     pc.mode = cfg_.exchange;
     pc.sync_every = cfg_.sync_every;
     pc.smoothing = cfg_.smoothing;
+    pc.refresh.staleness_bound = cfg_.staleness_bound;
+    pc.refresh.fraction = cfg_.refresh_fraction;
+    pc.refresh.by = cfg_.refresh_by;
+    pc.refresh.exact_backward = cfg_.refresh_exact_backward;
     pc.seed = cfg_.seed;
     std::vector<std::int64_t> widths;
     for (const auto& layer : layers_) widths.push_back(layer->in_dim());
@@ -416,6 +420,7 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   const HaloAges ages = policy_->ages().sum_over_ranks(transport_);
   m.max_staleness = ages.max_age();
   m.halo_age = ages.to_json();
+  m.policy = policy_->summarize(transport_);
   return m;
 }
 

@@ -35,7 +35,11 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
   EXPECT_EQ(b.cfg.seed, 18446744073709551615ull);
   EXPECT_FLOAT_EQ(b.cfg.lr, 0.005f);
   EXPECT_FALSE(b.cfg.sparse_features);
-  // The defaults round-trip too.
+  // A refresh configuration, and the defaults, round-trip too.
+  const TrainCli r = parse({"--partition", "p", "--exchange", "refresh", "--staleness-bound", "3",
+                            "--refresh-fraction", "0.05", "--refresh-exact-backward"});
+  std::ofstream(dir.file("refresh.json")) << dumped(r);
+  EXPECT_EQ(dumped(parse({"--config", dir.file("refresh.json")})), dumped(r));
   const TrainCli d = parse({"--partition", "p", "--dump-config"});
   std::ofstream(dir.file("default.json")) << dumped(d);
   EXPECT_EQ(dumped(parse({"--config", dir.file("default.json")})), dumped(d));
@@ -81,6 +85,15 @@ TEST(TrainCli, OptionsTheRunWouldIgnoreAreRefused) {
   refused({"--partition", "p", "--sync-every", "5"}, "--exchange pipelined");
   refused({"--partition", "p", "--smoothing", "0.5"}, "--exchange pipelined");
   refused({"--partition", "p", "--exchange", "pipelined", "--smoothing", "1"}, "--smoothing");
+  refused({"--partition", "p", "--refresh-fraction", "0.1"}, "--exchange refresh");
+  refused({"--partition", "p", "--exchange", "pipelined", "--refresh-by", "change"},
+          "--exchange refresh");
+  refused({"--partition", "p", "--staleness-bound", "3"}, "--exchange refresh");
+  refused({"--partition", "p", "--exchange", "refresh", "--staleness-bound", "0"},
+          "--staleness-bound");
+  refused({"--partition", "p", "--exchange", "refresh", "--refresh-fraction", "1.5"},
+          "--refresh-fraction");
+  refused({"--partition", "p", "--exchange", "refresh", "--refresh-by", "age"}, "--refresh-by");
   refused({"--partition", "p", "--bogus", "1"}, "bogus");
   refused({"--model", "gcn"}, "--partition");
   EXPECT_EQ(parse({"--partition", "p", "--optimizer", "sgd", "--momentum", "0.9"}).cfg.momentum,
@@ -88,7 +101,14 @@ TEST(TrainCli, OptionsTheRunWouldIgnoreAreRefused) {
   EXPECT_EQ(parse({"--partition", "p", "--model", "gat", "--heads", "8"}).cfg.heads, 8);
 }
 
-TEST(TrainCli, StalenessBoundIsTheOldNameOfSyncEveryWithANote) {
+TEST(TrainCli, StalenessBoundIsThePerRowBoundOfRefreshAndTheOldNameOfSyncEvery) {
+  const TrainCli r = parse({"--partition", "p", "--exchange", "refresh", "--staleness-bound", "4",
+                            "--refresh-fraction", "0.2", "--refresh-by", "change"});
+  EXPECT_EQ(r.cfg.staleness_bound, 4);
+  EXPECT_EQ(r.cfg.sync_every, 0);
+  EXPECT_DOUBLE_EQ(r.cfg.refresh_fraction, 0.2);
+  EXPECT_EQ(r.cfg.refresh_by, RefreshConfig::By::change);
+  EXPECT_TRUE(r.notes.empty());
   const TrainCli c = parse({"--partition", "p", "--exchange", "pipelined", "--staleness-bound", "4"});
   EXPECT_EQ(c.cfg.sync_every, 4);
   ASSERT_EQ(c.notes.size(), 1u);
