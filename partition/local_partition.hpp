@@ -27,6 +27,9 @@ struct PeerRows {
 };
 
 struct LocalPartition {
+  /// Identifies the halognn-partition run that wrote this part (also in the manifest): parts of
+  /// one run share it, so a directory mixing files of two runs is refused at start-up.
+  std::uint64_t run_id = 0;
   Rank rank = 0;
   Rank num_parts = 1;
   GlobalId global_num_nodes = 0;

@@ -5,6 +5,8 @@
 //   sections, each: char[4] tag | u32 element bytes | u64 element count | data
 //   u32 CRC32 (zlib) of every preceding byte
 #include <bit>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -197,6 +199,16 @@ std::uint64_t file_size_or_throw(const std::string& path) {
   return size;
 }
 
+/// a * b for non-negative counts, or an InputError naming `what` when the product does not fit
+/// in 62 bits (no section can be that large: the byte count would overflow).
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const std::string& path,
+                             const char* what) {
+  std::int64_t p = 0;
+  GNN_CHECK_INPUT(!__builtin_mul_overflow(a, b, &p) && p <= (std::int64_t{1} << 62), path,
+                  "header sizes overflow: ", what, " = ", a, " x ", b);
+  return p;
+}
+
 LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   const std::uint64_t size = file_size_or_throw(path);
   const std::uint64_t min_size = sizeof kMagic + 8 + 4;
@@ -242,11 +254,17 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   lp.global_train = r.pod<std::int64_t>("header");
   lp.global_val = r.pod<std::int64_t>("header");
   lp.global_test = r.pod<std::int64_t>("header");
+  lp.run_id = r.pod<std::uint64_t>("header");
   GNN_CHECK_INPUT(lp.num_owned >= 0 && lp.num_halo >= 0 && num_features >= 0 &&
                       lp.num_classes >= 0,
                   path, "negative count in header");
   const std::int64_t n_local = static_cast<std::int64_t>(lp.num_owned) + lp.num_halo;
   const std::int64_t owned = lp.num_owned;
+  // Element counts of the sized sections; a header that passed its checksum may still be forged
+  // or written by a broken tool, so no product may wrap around.
+  const std::int64_t feat_count = checked_product(owned, num_features, path, "owned x features");
+  const std::int64_t lmat_count =
+      lp.multilabel ? checked_product(owned, lp.num_classes, path, "owned x classes") : 0;
 
   r.section("GIDS", lp.global_ids, n_local);
   r.section("DEGR", lp.global_degree, n_local);
@@ -256,11 +274,11 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   r.section("COLS", lp.col, nnz);
   lp.send = read_plan(r, "SPEE", "SROW", path);
   lp.recv = read_plan(r, "RPEE", "RROW", path);
-  const std::size_t nfeat = r.section_count<float>("FEAT", owned * num_features);
+  const std::size_t nfeat = r.section_count<float>("FEAT", feat_count);
   lp.features = Matrix(owned, num_features);
   r.read(lp.features.data(), nfeat * sizeof(float), "FEAT");
   r.section("LABL", lp.labels, lp.multilabel ? 0 : owned);
-  r.section("LMAT", lp.label_matrix, lp.multilabel ? owned * lp.num_classes : 0);
+  r.section("LMAT", lp.label_matrix, lmat_count);
   std::vector<std::uint8_t> masks;
   r.section("MASK", masks, 3 * owned);
   lp.train_mask.assign(masks.begin(), masks.begin() + owned);
@@ -302,6 +320,24 @@ std::string partition_file_name(Rank rank) {
   return buf;
 }
 
+std::uint64_t new_partition_run_id() {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const std::int64_t stamps[3] = {
+      std::chrono::system_clock::now().time_since_epoch().count(),
+      std::chrono::steady_clock::now().time_since_epoch().count(), static_cast<std::int64_t>(::getpid())};
+  h = fnv1a(h, stamps, sizeof stamps);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  h = fnv1a(h, host, std::strlen(host));
+  return h;
+}
+
+std::string format_run_id(std::uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
 std::string dataset_fingerprint(const Dataset& ds) {
   // Hashes the graph, the feature shape and the labels: what decides the partition's content
   // apart from the feature values (hashing those would cost a pass over gigabytes).
@@ -338,6 +374,7 @@ PartitionFileInfo write_local_partition_file(const LocalPartition& lp, const std
   w.pod<std::int64_t>(lp.global_train);
   w.pod<std::int64_t>(lp.global_val);
   w.pod<std::int64_t>(lp.global_test);
+  w.pod<std::uint64_t>(lp.run_id);
   w.section("GIDS", lp.global_ids.data(), lp.global_ids.size());
   w.section("DEGR", lp.global_degree.data(), lp.global_degree.size());
   w.section("RPTR", lp.row_ptr.data(), lp.row_ptr.size());
@@ -364,17 +401,20 @@ LocalPartition read_local_partition_file(const std::string& path) {
 
 Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vector<Rank>& parts,
                          const PartitionConfig& cfg, const std::string& out_arg,
-                         PartitionReport* report_out) {
+                         PartitionReport* report_out, std::vector<std::string>* removed_leftovers) {
   GNN_CHECK_CONFIG(cfg.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
                    "seed ", cfg.seed, " does not fit in a signed 64-bit integer");
   StagedDirectory out(
       out_arg, [](const fs::path& p) { return fs::is_empty(p) || is_partition_dir(p); },
       "partition");
+  if (removed_leftovers) *removed_leftovers = out.removed_leftovers();
   PartitionReport report;
   Json files = Json::array();
+  const std::uint64_t run_id = new_partition_run_id();
   for_each_local_partition(
       ds, g, parts, cfg.parts,
       [&](LocalPartition&& lp) {
+        lp.run_id = run_id;
         const std::string name = partition_file_name(lp.rank);
         const PartitionFileInfo info = write_local_partition_file(lp, out.file(name));
         files.push_back({{"rank", lp.rank}, {"file", name}, {"bytes", info.bytes},
@@ -394,6 +434,7 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   Json m = Json::object();
   m["format"] = kPartitionFormatName;
   m["version"] = kPartitionFormatVersion;
+  m["run_id"] = format_run_id(run_id);
   m["dataset"] = std::move(dataset);
   m["parts"] = cfg.parts;
   m["method"] = to_string(cfg.method);
@@ -435,6 +476,19 @@ void write_metis_graph(const GlobalGraph& g, const std::string& path) {
   w.finish_text();
 }
 
+namespace {
+
+/// The run id from its manifest form (16 hex digits).
+std::uint64_t parse_run_id(const std::string& text, const std::string& path) {
+  std::uint64_t id = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id, 16);
+  GNN_CHECK_INPUT(text.size() == 16 && ec == std::errc() && end == text.data() + text.size(), path,
+                  "\"run_id\" must be 16 hex digits (got \"", text, "\")");
+  return id;
+}
+
+}  // namespace
+
 Json read_partition_manifest(const std::string& dir_arg) {
   const std::string dir = strip_trailing_slashes(dir_arg);
   const std::string path = dir + "/manifest.json";
@@ -455,8 +509,17 @@ Json read_partition_manifest(const std::string& dir_arg) {
                   "\"files\" must be an array");
   GNN_CHECK_INPUT(static_cast<std::int64_t>(m["files"].size()) == parts, path, "lists ",
                   m["files"].size(), " rank files for ", parts, " parts");
+  parse_run_id(json_string(m, "run_id", path), path);
   GNN_CHECK_INPUT(m.contains("dataset"), path, "missing \"dataset\"");
-  json_int(m["dataset"], "num_nodes", path + " (dataset)");
+  const std::string ds = path + " (dataset)";
+  const std::int64_t nodes = json_int(m["dataset"], "num_nodes", ds);
+  const std::int64_t features = json_int(m["dataset"], "num_features", ds);
+  const std::int64_t classes = json_int(m["dataset"], "num_classes", ds);
+  GNN_CHECK_INPUT(nodes >= 0 && features >= 0 && classes >= 0, path,
+                  "negative dataset size (num_nodes ", nodes, ", num_features ", features,
+                  ", num_classes ", classes, ")");
+  GNN_CHECK_INPUT(classes <= std::numeric_limits<std::int32_t>::max(), path, "num_classes ",
+                  classes, " does not fit the rank files' 32-bit class count");
   return m;
 }
 
@@ -490,9 +553,21 @@ LocalPartition read_local_partition(const std::string& dir_arg, Rank rank, Rank 
                   " differs from the manifest's ", crc, " (file from another partition run?)");
   GNN_CHECK_INPUT(lp.rank == rank && lp.num_parts == parts, path, "holds rank ", lp.rank, " of ",
                   lp.num_parts, ", expected rank ", rank, " of ", parts);
-  const std::int64_t manifest_nodes = m["dataset"]["num_nodes"].get<std::int64_t>();
+  const std::uint64_t manifest_run = parse_run_id(m["run_id"].get<std::string>(), mpath);
+  GNN_CHECK_INPUT(lp.run_id == manifest_run, path, "written by partition run ",
+                  format_run_id(lp.run_id), " but ", mpath, " is from run ",
+                  format_run_id(manifest_run),
+                  " (files of two halognn-partition runs mixed up; re-run halognn-partition)");
+  const Json& dsm = m["dataset"];
+  const std::int64_t manifest_nodes = dsm["num_nodes"].get<std::int64_t>();
   GNN_CHECK_INPUT(lp.global_num_nodes == manifest_nodes, path, "graph size ",
                   lp.global_num_nodes, " differs from the manifest's ", manifest_nodes);
+  const std::int64_t manifest_features = dsm["num_features"].get<std::int64_t>();
+  GNN_CHECK_INPUT(lp.features.cols() == manifest_features, path, "has ", lp.features.cols(),
+                  " features per node but the manifest says ", manifest_features);
+  const std::int64_t manifest_classes = dsm["num_classes"].get<std::int64_t>();
+  GNN_CHECK_INPUT(lp.num_classes == manifest_classes, path, "has ", lp.num_classes,
+                  " classes but the manifest says ", manifest_classes);
   return lp;
 }
 

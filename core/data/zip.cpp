@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace halognn {
 namespace {
@@ -39,6 +40,7 @@ bool read_at(std::ifstream& in, std::uint64_t offset, void* out, std::size_t n) 
 }  // namespace
 
 ZipArchive::ZipArchive(const std::string& path) : path_(path) {
+  check_input_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "cannot open file (missing or unreadable)");
   const std::uint64_t size = file_size(in);
