@@ -4,6 +4,7 @@
 //   "HGNNPART" | u32 version | u32 section count | fixed header fields
 //   sections, each: char[4] tag | u32 element bytes | u64 element count | data
 //   u32 CRC32 (zlib) of every preceding byte
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <chrono>
@@ -181,7 +182,9 @@ std::vector<PeerRows> read_plan(FileReader& r, const char (&peers_tag)[5],
 std::uint32_t crc_of_prefix(const std::string& path, std::uint64_t n) {
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) throw InputError(path, "cannot open file");
-  std::vector<unsigned char> buf(std::size_t{1} << 22);
+  // At most 4 MiB at a time, no more than the file needs (a small file gets a small buffer).
+  std::vector<unsigned char> buf(static_cast<std::size_t>(
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(n, std::uint64_t{1} << 22))));
   std::uint32_t crc = static_cast<std::uint32_t>(::crc32(0, nullptr, 0));
   while (n > 0) {
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n, buf.size()));

@@ -13,6 +13,7 @@
 
 #include "comm/request.hpp"
 #include "comm/watchdog.hpp"
+#include "core/error.hpp"
 
 namespace halognn {
 namespace {
@@ -106,7 +107,7 @@ TEST(CommWatchdog, RequestWaitIsWatchedAndDescribedByItsOperation) {
 
 TEST(CommWatchdog, OnlyOneExistsAtATime) {
   CommWatchdog dog;
-  EXPECT_THROW(CommWatchdog(), Error);
+  EXPECT_THROW({ CommWatchdog second; }, Error);
 }
 
 }  // namespace

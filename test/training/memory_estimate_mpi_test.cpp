@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -121,6 +122,11 @@ TEST_P(MemoryEstimateMpi, MatchesWhatTheTrainerAllocates) {
   const double est_peak = static_cast<double>(e.peak_device);
   const double est_steady = static_cast<double>(e.steady(MemorySpace::device));
   SCOPED_TRACE("rank " + std::to_string(rank) + " of " + std::to_string(size));
+  if (rank == 0)
+    std::printf("[ estimate ] %s on %d rank(s), rank 0: device peak %zu B estimated, %zu B counted; "
+                "steady %zu B estimated, %zu B counted\n",
+                c.name, size, static_cast<std::size_t>(e.peak_device), m.peak,
+                static_cast<std::size_t>(e.steady(MemorySpace::device)), m.steady);
   if (!c.sparse_features && c.exchange == ExchangeMode::sync) {
     EXPECT_NEAR(est_steady, static_cast<double>(m.steady), 0.01 * est_steady + 1024);
     EXPECT_NEAR(est_peak, static_cast<double>(m.peak), 0.01 * est_peak + 1024);
