@@ -27,9 +27,6 @@ struct PeerRows {
 };
 
 struct LocalPartition {
-  /// Identifies the halognn-partition run that wrote this part (also in the manifest): parts of
-  /// one run share it, so a directory mixing files of two runs is refused at start-up.
-  std::uint64_t run_id = 0;
   Rank rank = 0;
   Rank num_parts = 1;
   GlobalId global_num_nodes = 0;
@@ -55,6 +52,11 @@ struct LocalPartition {
   std::vector<std::uint8_t> train_mask, val_mask, test_mask;  ///< num_owned
   /// Split sizes over the whole graph (so each rank can normalise the loss identically).
   std::int64_t global_train = 0, global_val = 0, global_test = 0;
+
+  /// Identifies the halognn-partition run that wrote this part (also in the manifest): parts of
+  /// one run share it, so a directory mixing files of two runs is refused at start-up. Last, so
+  /// aggregate initialisers of the members above keep their meaning.
+  std::uint64_t run_id = 0;
 
   LocalId num_local() const { return num_owned + num_halo; }
 };
