@@ -9,6 +9,7 @@
 
 #include "comm/mpi_env.hpp"
 #include "comm/transport.hpp"
+#include "comm/watchdog.hpp"
 #include "core/cuda/cuda_device.hpp"
 #include "core/cuda/cuda_error.hpp"
 
@@ -148,6 +149,7 @@ class NcclTransport final : public Transport {
     cuda_->make_current();
     wait_for_compute();
     GNN_CHECK_NCCL(ncclAllReduce(data, data, n, ncclFloat, ncclSum, nccl_, stream_));
+    BlockingScope blocked("nccl all-reduce (sum, float)", static_cast<long long>(n));
     GNN_CHECK_CUDA(cudaStreamSynchronize(stream_));
   }
   void all_reduce_sum(double* data, std::size_t n) override { host_->all_reduce_sum(data, n); }

@@ -6,6 +6,10 @@
 ///
 /// All calls on a Transport are expected to be made in the same order on every rank of the group
 /// (collectives), or with matching (peer, tag, size) pairs on both sides (exchange).
+///
+/// No call may block forever unwatched: exchange() requests are watched through Request::wait(),
+/// and an implementation opens a BlockingScope (comm/watchdog.hpp) around every blocking
+/// collective, so the communication watchdog names it when a peer never joins.
 #include <cstddef>
 #include <cstdint>
 #include <deque>

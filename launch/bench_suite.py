@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+PARTITION_FORMAT = 2  # kPartitionFormatVersion in partition/partition_io.hpp
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "datasets")
 
@@ -70,7 +72,9 @@ class Env:
 
     def partition(self, name, parts):
         p = os.path.join(self.work, f"{name}.p{parts}")
-        if not os.path.exists(os.path.join(p, "manifest.json")):
+        manifest = os.path.join(p, "manifest.json")
+        # A partition of an older format (partition/partition_io.hpp) is made again.
+        if not os.path.exists(manifest) or json.load(open(manifest)).get("version") != PARTITION_FORMAT:
             self.run(["halognn-partition", "--data", self.dataset(name), "--parts", str(parts),
                       "--out", p], ranks=0)
         return p

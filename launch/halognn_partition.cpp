@@ -167,8 +167,11 @@ int run(int argc, char** argv) {
   const std::vector<Rank> assignment = assign_parts(g, cfg);
   const double t_assign = clock.lap();
   PartitionReport report;
-  const Json manifest = write_partition_dir(ds, g, assignment, cfg, out, &report);
+  std::vector<std::string> leftovers;
+  const Json manifest = write_partition_dir(ds, g, assignment, cfg, out, &report, &leftovers);
   const double t_write = clock.lap();
+  for (const std::string& l : leftovers)
+    std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
 
   print_report(ds, cfg, report, manifest, out);
   if (cfg.semantic_groups) print_groups(report);

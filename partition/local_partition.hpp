@@ -71,6 +71,10 @@ struct LocalPartition {
   /// peer, in the order of `send` and `recv`.
   bool has_groups = false;
   std::vector<LinkGroupRows> send_groups, recv_groups;
+  /// Identifies the halognn-partition run that wrote this part (also in the manifest): parts of
+  /// one run share it, so a directory mixing files of two runs is refused at start-up. Last, so
+  /// aggregate initialisers of the members above keep their meaning.
+  std::uint64_t run_id = 0;
 
   LocalId num_local() const { return num_owned + num_halo; }
 };

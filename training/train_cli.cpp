@@ -22,7 +22,7 @@ std::vector<std::string> config_tokens(const std::string& path, const po::option
     std::replace(name.begin(), name.end(), '_', '-');
     if (!all.find_nothrow(name, false))
       throw InputError(path, "unknown option \"" + key + "\" (see halognn-train --help)");
-    if (name == "config" || name == "dump-config" || name == "help")
+    if (name == "config" || name == "dump-config" || name == "dry-run" || name == "help")
       throw InputError(path, "\"" + key + "\" cannot be set from a config file");
     if (value.is_null() || (value.is_boolean() && !value.get<bool>()) ||
         (value.is_string() && value.get<std::string>().empty()))
@@ -55,12 +55,17 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("config", po::value(&config_file),
        "read options from this JSON file (as --dump-config writes it; the command line wins)")
       ("dump-config", "print the effective configuration as JSON and exit")
+      ("dry-run", "read the partition, print the per-rank memory estimate and exit without training")
       ("partition", po::value(&c.partition_dir), "partition directory (from halognn-partition)")
       ("device", po::value(&c.device)->default_value("auto"), "cpu | cuda | auto")
       ("transport", po::value(&c.transport)->default_value("auto"),
        "nccl | mpi | auto (nccl on a GPU, mpi on the CPU; ranks sharing a GPU need mpi)")
       ("metrics", po::value(&c.metrics_path), "write per-epoch JSON lines here")
-      ("quiet", po::bool_switch(&c.quiet), "no per-epoch progress lines");
+      ("quiet", po::bool_switch(&c.quiet), "no per-epoch progress lines")
+      ("comm-timeout", po::value(&c.comm_timeout_s)->default_value(300),
+       "seconds one blocking communication step may take before every rank is aborted (0: never)")
+      ("memory-budget", po::value(&c.memory_budget_gib)->default_value(0),
+       "GiB of memory per node a run may need by its estimate (0: the node's physical memory)");
   po::options_description model_opts("Model and optimisation");
   model_opts.add_options()
       ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat")
@@ -129,6 +134,8 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   }
   cli.help = vm.count("help") > 0;
   cli.dump_config = vm.count("dump-config") > 0;
+  cli.dry_run = vm.count("dry-run") > 0;
+  cli.config_file = config_file;
   std::ostringstream os;
   os << "usage: mpirun -np K halognn-train --partition DIR [options]\n" << all;
   cli.help_text = os.str();

@@ -39,8 +39,14 @@ struct TrainConfig {
   /// Layer 0 reads the features as CSR when fewer than 10% of a rank's entries are non-zero
   /// (bag-of-words data; same results up to float summation order); false forces the dense path.
   bool sparse_features = true;
-  std::string metrics_path;    ///< JSON lines; empty = none
+  std::string metrics_path;    ///< JSON lines, one appended per epoch; empty = none
   bool quiet = false;          ///< no per-epoch progress lines
+  /// Seconds one blocking communication step may take before the watchdog aborts every rank
+  /// (comm/watchdog.hpp); 0 disables the watchdog.
+  double comm_timeout_s = 300;
+  /// Refuse a run whose estimated peak memory (training/memory_estimate.hpp) on one node exceeds
+  /// this many GiB; 0 = the node's physical memory (or its cgroup limit, if lower).
+  double memory_budget_gib = 0;
 
   // Codecs (compress/): names or per-layer comma lists, see docs/codecs.md.
   std::string codec = "fp32";
@@ -67,9 +73,19 @@ struct TrainConfig {
   /// empty for the real transport. Recorded so metrics say the timings are emulated.
   std::string emulate_link;
 
-  /// Throws ConfigError naming the option for a value out of range or an option that the chosen
-  /// model, optimiser or exchange would ignore.
+  /// Throws ConfigError naming the option for a value out of range (non-finite numbers, sizes
+  /// beyond the limits below) or an option that the chosen model, optimiser or exchange would
+  /// ignore.
   void validate() const;
+
+  /// Hard limits, whatever the memory: they keep every size product far from overflow and every
+  /// message tag in range. Memory is checked separately against an estimate.
+  static constexpr int kMaxLayers = 1024;
+  static constexpr std::int64_t kMaxWidth = std::int64_t{1} << 24;  ///< hidden * heads
+  static constexpr int kMaxHeads = 1024;
+  static constexpr double kMinLinkGbps = 1e-3;      ///< 1 Mb/s
+  static constexpr double kMaxLinkLatencyUs = 1e7;  ///< 10 s
+  static constexpr double kMaxCommTimeoutS = 7 * 24 * 3600.0;
   Json to_json() const;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <span>
 
 #include "core/error.hpp"
@@ -443,6 +444,14 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
       f.test_at_best_val = m.eval->test;
     }
     if (on_epoch) on_epoch(m);
+    if (!std::isfinite(m.loss)) {
+      char lr[32];
+      std::snprintf(lr, sizeof lr, "%g", static_cast<double>(cfg_.lr));
+      throw TrainingDiverged(e, m.loss,
+                             "training diverged: the loss of epoch " + std::to_string(e) + " is " +
+                                 (std::isnan(m.loss) ? "nan" : "infinite") +
+                                 " (try a smaller --lr than " + lr + ")");
+    }
   }
   policy_->finish();
   f.total_s = seconds_since(t0);

@@ -20,6 +20,7 @@
 #include "comm/halo_exchange.hpp"
 #include "comm/traffic.hpp"
 #include "comm/transport.hpp"
+#include "core/error.hpp"
 #include "compress/codec_plan.hpp"
 #include "core/json.hpp"
 #include "models/layer.hpp"
@@ -30,6 +31,20 @@
 #include "partition/local_partition.hpp"
 
 namespace halognn {
+
+/// The training loss became NaN or infinite: further epochs cannot recover. Every rank throws it
+/// in the same epoch (the loss is all-reduced), after that epoch's on_epoch call.
+class TrainingDiverged : public Error {
+ public:
+  TrainingDiverged(std::int64_t epoch, double loss, const std::string& what)
+      : Error(what), epoch_(epoch), loss_(loss) {}
+  std::int64_t epoch() const { return epoch_; }
+  double loss() const { return loss_; }
+
+ private:
+  std::int64_t epoch_;
+  double loss_;
+};
 
 class Trainer {
  public:
@@ -43,6 +58,7 @@ class Trainer {
   /// Evaluation pass only (no dropout, no parameter change).
   SplitScores evaluate(std::int64_t epoch);
   /// All epochs; calls `on_epoch` after each (rank 0 prints from it). Returns the summary.
+  /// Throws TrainingDiverged (on every rank) after an epoch whose loss is not finite.
   FinalMetrics run(const std::function<void(const EpochMetrics&)>& on_epoch);
 
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
