@@ -164,9 +164,16 @@ hj_run_training() {
     # --kill-on-bad-exit: one failed rank ends the step instead of leaving the others waiting.
     hj_cmd=(srun --kill-on-bad-exit=1 --ntasks="$hj_ntasks" "${train[@]}")
   else
-    # Open MPI's mpirun reads the allocation (nodes, tasks per node) from Slurm and starts its
-    # daemons through srun; OMP_NUM_THREADS must be forwarded explicitly.
+    # Open MPI's mpirun reads the allocation (nodes, tasks per node) from Slurm and starts one
+    # daemon per remote node through srun; OMP_NUM_THREADS must be forwarded explicitly.
     hj_cmd=(mpirun -np "$hj_ntasks" --bind-to none -x OMP_NUM_THREADS "${train[@]}")
+    if [[ -n ${SLURM_GPUS_PER_TASK:-} ]]; then
+      # That one-task srun step would inherit --gpus-per-task and give the node's daemon, and so
+      # all ranks on the node, a single GPU. It gets all of the node's GPUs instead, unbound,
+      # and each rank takes the GPU of its index on the node.
+      hj_cmd=(env -u SLURM_GPUS_PER_TASK SLURM_GPUS_PER_NODE="${SLURM_GPUS_ON_NODE:?}" SLURM_GPU_BIND=none
+              "${hj_cmd[@]}")
+    fi
   fi
   hj_write_job_json running
   echo "$hj_prog: job $SLURM_JOB_ID on ${SLURM_JOB_NODELIST:-?}: $hj_ntasks rank(s) x $hj_threads thread(s), $hj_launcher; results in $hj_dir"

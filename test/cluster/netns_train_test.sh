@@ -52,6 +52,16 @@ else
   echo "ok: $wire bytes on the wire >= $counted bytes counted by the trainer"
 fi
 
+# Both ends of every link carry the token bucket, and re-shaping a running cluster replaces it.
+rates() { for n in "$name-h0" "$name-h1"; do tc -n "$n" qdisc show dev hnet; done
+          for p in p0 p1; do tc -n "$name-sw" qdisc show dev "$p"; done; }
+[[ $(rates | grep -c "tbf .*rate 1Gbit") -eq 4 ]] || ct_fail "links not shaped to 1 Gbit/s at bring-up: $(rates)"
+"$cluster" shape --name "$name" --rate 0.25 || ct_fail "shape --rate 0.25 failed"
+[[ $(rates | grep -c "tbf .*rate 250Mbit") -eq 4 ]] || ct_fail "shape --rate 0.25 did not re-shape every link: $(rates)"
+"$cluster" shape --name "$name" --rate none || ct_fail "shape --rate none failed"
+[[ $(rates | grep -c "tbf") -eq 0 ]] || ct_fail "shape --rate none left a token bucket: $(rates)"
+"$cluster" status --name "$name" | grep -q "link none Gbit/s" || ct_fail "status does not show the new rate"
+
 # Teardown is complete and idempotent.
 "$cluster" down --name "$name" || ct_fail "down failed"
 "$cluster" down --name "$name" || ct_fail "a second down failed"

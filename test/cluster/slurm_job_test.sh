@@ -8,7 +8,11 @@
 #   2. the same training script with --launcher mpirun (mpirun inside the allocation), reusing the
 #      partition: same metrics; then requeued (scontrol requeue): the rerun keeps the first
 #      attempt's files in attempt-0/ and writes equal metrics again;
-#   3. a training job whose partition step fails: the job fails, and the dependent job never runs.
+#   3. a training job whose partition step fails: the job fails, and the dependent job never runs;
+#   4. train_gpu.sbatch, partitioning the dataset as a step of the job, on placeholder GPUs (netns_cluster.sh --gpus: a GRES without GPUs behind
+#      it) with a stand-in for halognn-train that records what each rank was given: one rank per
+#      GPU, under srun each rank sees only its own GPU, under mpirun each rank sees all of its
+#      node's GPUs (and picks the one of its index on the node), and every rank gets --device cuda.
 # Also: a bring-up whose slurmd fails removes the already running slurmctld with everything else.
 # Skips (exit 77) where namespaces cannot be created or Slurm is not installed.
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_lib.sh"
@@ -33,7 +37,7 @@ if pgrep -f "slurmctld -f ${HALOGNN_CLUSTER_RUN:-/run/halognn-cluster}/$name/" >
   ct_fail "a failed Slurm bring-up left slurmctld running"
 fi
 
-timeout 60 "$cluster" up --name "$name" --hosts 2 --rate 1 --slurm >/dev/null ||
+timeout 60 "$cluster" up --name "$name" --hosts 2 --rate 1 --slots 2 --slurm --gpus 2 >/dev/null ||
   { echo "FAIL: Slurm cluster bring-up"; exit 1; }
 echo "ok: Slurm cluster $name up"
 on_h0() { "$cluster" exec --name "$name" h0 "$@"; }
@@ -119,6 +123,42 @@ grep -q "no-such-dataset" "halognn-train-$bad_id.out" ||
   ct_fail "the failed job's output does not name the missing dataset: $(cat "halognn-train-$bad_id.out")"
 [[ ! -e $work/results/$dep_id ]] || ct_fail "the cancelled job $dep_id ran"
 [[ $ct_failures -gt 0 ]] || echo "ok: a failed partition step fails its job and cancels the dependent one"
+
+# 4. The GPU job script: what each rank is given, with both launchers.
+mkdir -p "$work/fakegpu"
+cat >"$work/fakegpu/halognn-train" <<'EOF2'
+#!/bin/sh
+# Stand-in for halognn-train: records rank, host, visible GPUs and arguments, one file per rank.
+r=${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-x}}
+echo "host=$(hostname) gpus=${CUDA_VISIBLE_DEVICES:-none} args=$*" >"$FAKE_GPU_OUT/rank-$r"
+EOF2
+chmod +x "$work/fakegpu/halognn-train"
+ln -s "$bin/halognn-partition" "$work/fakegpu/halognn-partition"
+for launcher in srun mpirun; do
+  export FAKE_GPU_OUT=$work/gpu-$launcher
+  mkdir -p "$FAKE_GPU_OUT"
+  if ! HALOGNN_BIN=$work/fakegpu timeout 120 "$cluster" exec --name "$name" h0 sbatch --wait --nodes 2 \
+         --ntasks-per-node 2 --cpus-per-task 1 "$src/launch/slurm/train_gpu.sbatch" --launcher "$launcher" \
+         --partition "$work/parts/p4" --data "$work/ds" --results "$work/results" -- --epochs 1 >"$work/sub-gpu" 2>&1; then
+    ct_fail "the GPU job script failed under $launcher: $(cat "$work/sub-gpu")"
+    continue
+  fi
+  # The first of the two jobs partitioned the dataset for its 4 ranks as a step of its own.
+  [[ $(grep -o '"parts": *[0-9]*' "$work/parts/p4/manifest.json" 2>/dev/null) =~ 4$ ]] ||
+    ct_fail "GPU job ($launcher): no 4-part partition in $work/parts/p4"
+  ranks=$(cat "$FAKE_GPU_OUT"/rank-* 2>/dev/null)
+  [[ $(ls "$FAKE_GPU_OUT" | wc -l) -eq 4 ]] || ct_fail "GPU job ($launcher): expected 4 ranks, got: $ranks"
+  [[ $(grep -c -- "--device cuda" <<<"$ranks") -eq 4 ]] || ct_fail "GPU job ($launcher): not every rank got --device cuda: $ranks"
+  for h in h0 h1; do
+    seen=$(grep "^host=$h " <<<"$ranks" | sed -E 's/.* gpus=([^ ]*) .*/\1/' | sort | tr '\n' ' ')
+    if [[ $launcher == srun ]]; then
+      [[ $seen == "0 1 " ]] || ct_fail "GPU job (srun): the ranks on $h should see one GPU each, 0 and 1; they see: $seen"
+    else
+      [[ $seen == "0,1 0,1 " ]] || ct_fail "GPU job (mpirun): the ranks on $h should see both of its GPUs; they see: $seen"
+    fi
+  done
+done
+[[ $ct_failures -gt 0 ]] || echo "ok: GPU job script: one rank per GPU under srun and mpirun"
 
 echo "$ct_failures failed"
 [[ $ct_failures -eq 0 ]]
