@@ -7,7 +7,7 @@
 #      shared-memory run of the same training;
 #   2. the same training script with --launcher mpirun (mpirun inside the allocation), reusing the
 #      partition: same metrics; then requeued (scontrol requeue): the rerun keeps the first
-#      attempt's files in attempt-0/ and writes equal metrics again;
+#      attempt's files in attempt-0/ and writes equal metrics again; the same script inside salloc;
 #   3. a training job whose partition step fails: the job fails, and the dependent job never runs;
 #   4. train_gpu.sbatch, partitioning the dataset as a step of the job, on placeholder GPUs (netns_cluster.sh --gpus: a GRES without GPUs behind
 #      it) with a stand-in for halognn-train that records what each rank was given: one rank per
@@ -102,6 +102,16 @@ else
   grep -q '"restart_count": 1' "$work/results/$mpi_id/job.json" || ct_fail "job.json of the rerun: restart_count is not 1"
   check_job "$mpi_id" "requeued job $mpi_id"
 fi
+
+# The same script inside an interactive allocation (salloc runs it where salloc runs).
+if ! timeout 120 "$cluster" exec --name "$name" h0 salloc --nodes 2 --ntasks-per-node 1 \
+       bash "$src/launch/slurm/train_cpu.sbatch" --partition "$work/parts/p2" --results "$work/results" \
+       -- "${ct_train_args[@]}" >"$work/salloc" 2>&1; then
+  cat "$work/salloc"
+  ct_fail "the training script failed inside salloc"
+fi
+salloc_id=$(grep -o 'Granted job allocation [0-9]*' "$work/salloc" | grep -o '[0-9]*$')
+check_job "$salloc_id" "salloc allocation $salloc_id"
 
 # 3. A job whose partition step fails (a dataset that does not exist) fails, and a job that
 #    depends on it never starts.
