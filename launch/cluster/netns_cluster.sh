@@ -67,6 +67,7 @@ on() { local h=$1; shift; nsenter --net="/run/netns/$(ns "$h")" --uts="$state/ut
 
 load_state() {
   [[ -f $state/cluster.env ]] || die "cluster '$name' is not up (no $state/cluster.env; run: $prog up --name $name --hosts N)"
+  # Sets hosts, slots, link_rate, link_delay_us, slurm.
   # shellcheck source=/dev/null
   source "$state/cluster.env"
 }
@@ -176,6 +177,7 @@ up() {
   fi
   mkdir -p "$run_root"
   # From here on, any failure (or Ctrl-C) removes whatever was made.
+  # shellcheck disable=SC2154  # rc is assigned inside the trap
   trap 'rc=$?; trap - EXIT INT TERM; down; exit $rc' EXIT
   trap 'exit 130' INT TERM
   mkdir -p "$state/uts"
@@ -275,8 +277,7 @@ EOF
   for ((i = 0; i < hosts; i++)); do
     on "h$i" slurmd -f "$d/slurm.conf" -N "h$i"
   done
-  local t
-  for t in $(seq 100); do
+  for _ in $(seq 100); do
     if [[ $(on h0 env SLURM_CONF="$d/slurm.conf" sinfo -h -N -o '%t' 2>/dev/null | grep -c '^idle') -eq $hosts ]]; then
       return 0
     fi
@@ -301,7 +302,9 @@ cluster_env() {
 }
 
 host_index() {  # host_index HOST -> i, or die
-  [[ $1 =~ ^h([0-9]+)$ ]] && (( BASH_REMATCH[1] < hosts )) || die "no host '$1' in cluster '$name' (hosts: h0..h$((hosts - 1)))"
+  if ! [[ $1 =~ ^h([0-9]+)$ ]] || (( 10#${BASH_REMATCH[1]} >= hosts )); then
+    die "no host '$1' in cluster '$name' (hosts: h0..h$((hosts - 1)))"
+  fi
   echo "${BASH_REMATCH[1]}"
 }
 
@@ -339,6 +342,7 @@ main() {
       ;;
     status)
       load_state
+      # shellcheck disable=SC2154  # link_rate, link_delay_us come from cluster.env
       echo "cluster $name: $hosts host(s), $slots slot(s) each, link ${link_rate} Gbit/s, delay ${link_delay_us} us, state $state"
       for ((i = 0; i < hosts; i++)); do
         echo "h$i $subnet.$((i + 1)) $(tc -n "$(ns h$i)" qdisc show dev "$iface" | tr '\n' ' ')"

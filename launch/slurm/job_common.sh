@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # job_common.sh: what the halognn Slurm job scripts share (sourced by train_cpu.sbatch,
 # train_gpu.sbatch and partition.sbatch; see docs/cluster.md). Nothing here depends on the site:
 # the job scripts read SLURM_* variables only, so they run the same under sbatch, inside salloc,

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # variables for the sourcing test
 # Shared by the cluster tests (sourced). Each test brings up its own namespace cluster under a
 # name unique to its process, and tears it down on every exit path.
 #   ct_init BIN_DIR SOURCE_DIR  sets bin, src, cluster (the netns_cluster.sh path), work (a fresh

@@ -6,6 +6,7 @@
 # checks the cluster script's own contract: refusing a second bring-up, idempotent teardown, and
 # nothing left behind by a bring-up that fails half-way. Skips (exit 77) where namespaces cannot
 # be created.
+# shellcheck source=test/cluster/cluster_test_lib.sh disable=SC2154  # bin, src, work, name, cluster
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_lib.sh"
 ct_init "$1" "$2"
 ct_skip_unless_netns

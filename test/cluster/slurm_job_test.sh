@@ -15,6 +15,7 @@
 #      node's GPUs (and picks the one of its index on the node), and every rank gets --device cuda.
 # Also: a bring-up whose slurmd fails removes the already running slurmctld with everything else.
 # Skips (exit 77) where namespaces cannot be created or Slurm is not installed.
+# shellcheck source=test/cluster/cluster_test_lib.sh disable=SC2154  # bin, src, work, name, cluster
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_lib.sh"
 ct_init "$1" "$2"
 ct_skip_unless_netns
@@ -45,7 +46,7 @@ on_h0() { "$cluster" exec --name "$name" h0 "$@"; }
 # What a user exports before sbatch (sbatch passes the environment on to the job).
 export HALOGNN_HOME=$src HALOGNN_BIN=$bin
 mkdir -p "$work/submit"
-cd "$work/submit"
+cd "$work/submit" || exit 1
 
 # check_job JOBID WHAT: the per-job folder of a finished training job.
 check_job() {
@@ -157,7 +158,7 @@ for launcher in srun mpirun; do
   [[ $(grep -o '"parts": *[0-9]*' "$work/parts/p4/manifest.json" 2>/dev/null) =~ 4$ ]] ||
     ct_fail "GPU job ($launcher): no 4-part partition in $work/parts/p4"
   ranks=$(cat "$FAKE_GPU_OUT"/rank-* 2>/dev/null)
-  [[ $(ls "$FAKE_GPU_OUT" | wc -l) -eq 4 ]] || ct_fail "GPU job ($launcher): expected 4 ranks, got: $ranks"
+  [[ $(find "$FAKE_GPU_OUT" -name 'rank-*' | wc -l) -eq 4 ]] || ct_fail "GPU job ($launcher): expected 4 ranks, got: $ranks"
   [[ $(grep -c -- "--device cuda" <<<"$ranks") -eq 4 ]] || ct_fail "GPU job ($launcher): not every rank got --device cuda: $ranks"
   for h in h0 h1; do
     seen=$(grep "^host=$h " <<<"$ranks" | sed -E 's/.* gpus=([^ ]*) .*/\1/' | sort | tr '\n' ' ')
