@@ -1,5 +1,7 @@
 #include "comm/pipelined_policy.hpp"
 
+#include <utility>
+
 #include "core/error.hpp"
 #include "core/kernels/kernels.hpp"
 
@@ -68,7 +70,8 @@ void PipelinedPolicy::forward(int layer, DenseView x) {
       kernels::axpby(dev, s.used.size(), 1.0f - smoothing_, s.arriving.data(), smoothing_,
                      s.used.data());
     } else {
-      kernels::copy(dev, s.arriving.view(), s.used.view());
+      // The arrived rows become the used ones; the old buffer receives the next epoch's rows.
+      std::swap(s.used, s.arriving);
     }
     s.used_epoch = s.rows_posted_epoch;
   }

@@ -38,9 +38,10 @@ MODEL_ARGS = {
 
 
 class Env:
-    def __init__(self, a, build=None):
+    def __init__(self, a, build=None, work=None, partition_format=PARTITION_FORMAT):
         self.bin = os.path.join(os.path.abspath(build or a.build), "bin")
-        self.work = os.path.abspath(a.work)
+        self.work = os.path.abspath(work or a.work)
+        self.partition_format = partition_format  # None: whatever the build's own tool wrote
         self.reuse = a.reuse
         os.makedirs(self.work, exist_ok=True)
         self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -74,7 +75,9 @@ class Env:
         p = os.path.join(self.work, f"{name}.p{parts}")
         manifest = os.path.join(p, "manifest.json")
         # A partition of an older format (partition/partition_io.hpp) is made again.
-        if not os.path.exists(manifest) or json.load(open(manifest)).get("version") != PARTITION_FORMAT:
+        stale = (self.partition_format is not None and os.path.exists(manifest) and
+                 json.load(open(manifest)).get("version") != self.partition_format)
+        if not os.path.exists(manifest) or stale:
             self.run(["halognn-partition", "--data", self.dataset(name), "--parts", str(parts),
                       "--out", p], ranks=0)
         return p
@@ -277,7 +280,9 @@ def curves(e, a):
 def compare(e, a):
     if not a.baseline:
         sys.exit("bench_suite: compare needs --baseline BUILD_DIR (the build to compare against)")
-    base = Env(a, a.baseline)
+    # The baseline generates and partitions with its own tools, in its own folder: an older
+    # build may not read this build's formats.
+    base = Env(a, a.baseline, work=os.path.join(a.work, "baseline"), partition_format=None)
     configs = [c for c in SWEEP_CONFIGS if c[0] in a.configs]
     if len(configs) != len(a.configs):
         sys.exit(f"bench_suite: --configs must name entries of {[c[0] for c in SWEEP_CONFIGS]}")
@@ -291,7 +296,7 @@ def compare(e, a):
             # Interleaved, so that load changes on a shared machine hit both builds alike.
             for label, env in (("baseline", base), ("this build", e)):
                 metrics = os.path.join(e.work, f"cmp-{tag}-{label.replace(' ', '_')}-{rep_i}.jsonl")
-                env.run(["halognn-train", "--partition", e.partition("default", a.ranks[0]),
+                env.run(["halognn-train", "--partition", env.partition("default", a.ranks[0]),
                          "--quiet", "--metrics", metrics] + args, ranks=a.ranks[0])
                 ep = [json.loads(l) for l in open(metrics)][:-1]
                 times[label].append(epoch_stats(ep, 2)["epoch_s"])
