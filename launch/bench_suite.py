@@ -333,9 +333,13 @@ def main():
     p.add_argument("--reuse", action="store_true",
                    help="tabulate existing per-run metrics files in --work instead of re-running them")
     a = p.parse_args()
-    e = Env(a)
+    run_experiment(globals()[a.experiment], a)
+
+
+def run_experiment(experiment, a):
+    """Runs one experiment, prints its wall time and command, and writes its results to --json."""
     t0 = time.time()
-    res = globals()[a.experiment](e, a)
+    res = experiment(Env(a), a)
     print(f"\n({a.experiment}: {time.time() - t0:.0f} s; command: {' '.join(sys.argv)})")
     if a.json:
         with open(a.json + ".tmp", "w") as f:

@@ -633,6 +633,7 @@ Json LinkGroups::to_json() const {
   j["edges_by_kind"] = std::move(by_kind);
   j["groups"] = num_groups();
   j["m2m_components"] = m2m_components;
+  j["m2m_groups"] = std::count(kind.begin(), kind.end(), ConnectionKind::m2m);
   const std::int64_t sent_nodes = u_nodes - dropped_rows;
   j["mean_group_size"] = num_groups() > 0 ? static_cast<double>(sent_nodes) / static_cast<double>(num_groups()) : 0.0;
   j["rows_plain"] = u_nodes;
@@ -642,6 +643,21 @@ Json LinkGroups::to_json() const {
   Json curve = Json::array();
   for (const auto& [k, inertia] : inertia_curve) curve.push_back({k, inertia});
   j["inertia_curve"] = std::move(curve);
+  // Group sizes (members) in power-of-two bins: entry b counts groups of 2^b .. 2^(b+1) - 1.
+  Json sizes = Json::array();
+  std::vector<std::int64_t> bins;
+  for (std::size_t g = 0; g + 1 < ptr.size(); ++g) {
+    std::int64_t n = ptr[g + 1] - ptr[g];
+    std::size_t b = 0;
+    while (n > 1) {
+      n >>= 1;
+      ++b;
+    }
+    if (bins.size() <= b) bins.resize(b + 1, 0);
+    ++bins[b];
+  }
+  for (std::int64_t c : bins) sizes.push_back(c);
+  j["group_sizes_log2"] = std::move(sizes);
   return j;
 }
 
