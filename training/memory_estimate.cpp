@@ -138,6 +138,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const bool sparse = cfg.sparse_features && density < 0.1;
   const bool dropout = cfg.dropout > 0;
   const bool pipelined = cfg.exchange == ExchangeMode::pipelined;
+  const bool refresh = cfg.exchange == ExchangeMode::refresh;
 
   // Partition arrays the Trainer keeps on the host, and the halo plan's host copies.
   double partition_host = kL * nl + kL * nl + kI * (own + 1) + kI * nnz + kI * (sends + recvs) +
@@ -192,8 +193,15 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   for (int l = 1; l < L; ++l) {
     const double w = static_cast<double>(dims[static_cast<std::size_t>(l)].in);
     activations += kF * nl * w * (dropout ? 3 : 2);  // x_, xd_, gx_
+    // The policy's state (comm/pipelined_policy.cpp, refresh_policy.cpp): pipelined, the used
+    // and the arriving halo rows and the arriving (and smoothed) owned gradients; refresh, the
+    // cache of received slots with their ages, the sent slots' ages and importances (and their
+    // last sent values when importance is change). Plain rows bound semantic slots from above.
     if (pipelined)
-      pipelined_buffers += kF * w * (nl + halo + own + (cfg.smoothing > 0 ? own : 0));
+      pipelined_buffers += kF * w * (2 * halo + own + (cfg.smoothing > 0 ? own : 0));
+    if (refresh)
+      pipelined_buffers += kF * w * recvs + (kL + 1) * recvs + (kL + kF) * sends +
+                           (cfg.refresh_by == RefreshConfig::By::change ? kF * w * sends : 0);
   }
   for (int l = 0; l < L; ++l) {
     const LayerDims& d = dims[static_cast<std::size_t>(l)];
@@ -228,7 +236,9 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     exchange += f_bytes + f_rows;
     staging += f_bytes;
     if (l > 0) largest_forward = std::max(largest_forward, f_bytes + f_rows);
-    if (l == 0) continue;
+    // Refresh sends gradients as variable-size messages (transient), unless every gradient
+    // crosses back (--refresh-exact-backward, the fixed exchange).
+    if (l == 0 || (refresh && !cfg.refresh_exact_backward)) continue;
     const Codec& bc = *codecs.backward[static_cast<std::size_t>(l)];
     const double b_bytes = encoded(bc, s.recv_counts, w) + encoded(bc, s.send_counts, w);
     exchange += b_bytes + (w > 0 ? kF * sends * wd : 0);
@@ -255,7 +265,9 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   if (gat) add("attention coefficients", "--heads, --layers, the partition's edges", dev, attention);
   add("layer-0 input", "the features (F = " + f + ")", dev, (sparse ? x0_sparse : x0_dense) + xd0);
   add("activations", width_opts, dev, activations);
-  if (pipelined) add("pipelined halo buffers", "--exchange pipelined, " + width_opts, dev, pipelined_buffers);
+  if (pipelined || refresh)
+    add(pipelined ? "pipelined halo buffers" : "refresh caches",
+        std::string("--exchange ") + to_string(cfg.exchange) + ", " + width_opts, dev, pipelined_buffers);
   add("output (logits, labels)", "num_classes = " + std::to_string(s.num_classes) +
       " in the partition", dev, output);
   add("exchange buffers", "--codec, the halo and boundary rows, " + width_opts, dev, exchange);

@@ -114,6 +114,11 @@ TEST_P(MemoryEstimateMpi, MatchesWhatTheTrainerAllocates) {
   cfg.codec = c.codec;
   cfg.exchange = c.exchange;
   if (c.exchange == ExchangeMode::pipelined) cfg.smoothing = 0.5f;
+  if (c.exchange == ExchangeMode::refresh) {
+    cfg.staleness_bound = 3;
+    cfg.refresh_fraction = 0.2;
+    cfg.refresh_by = RefreshConfig::By::change;  // the policy also keeps the last sent rows
+  }
   cfg.sparse_features = c.sparse_features;
 
   const MemoryEstimate e =
@@ -131,8 +136,8 @@ TEST_P(MemoryEstimateMpi, MatchesWhatTheTrainerAllocates) {
     EXPECT_NEAR(est_steady, static_cast<double>(m.steady), 0.01 * est_steady + 1024);
     EXPECT_NEAR(est_peak, static_cast<double>(m.peak), 0.01 * est_peak + 1024);
   } else {
-    // Pipelined: the estimate counts evaluation's own exchange buffers, which exist only when a
-    // training exchange is still in flight. Sparse: the halo rows' non-zeros are extrapolated.
+    // Pipelined and refresh: the estimate counts evaluation's own exchange buffers, which exist
+    // only when a training exchange is still in flight. Sparse: the halo rows' non-zeros are extrapolated.
     const double slack = static_cast<double>(e.epoch_device) + 0.1 * est_peak;
     EXPECT_GE(est_peak + 0.01 * est_peak, static_cast<double>(m.peak));
     EXPECT_LE(est_peak, static_cast<double>(m.peak) + slack);
@@ -146,6 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"sage_q4", ModelKind::sage, "q4", ExchangeMode::sync, false},
                       Case{"gat", ModelKind::gat, "fp16", ExchangeMode::sync, false},
                       Case{"gcn_pipelined", ModelKind::gcn, "q2", ExchangeMode::pipelined, false},
+                      Case{"sage_refresh", ModelKind::sage, "fp32", ExchangeMode::refresh, false},
                       Case{"sage_sparse", ModelKind::sage, "fp32", ExchangeMode::sync, true}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
