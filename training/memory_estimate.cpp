@@ -264,7 +264,17 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
 
   e.startup_host = to_bytes(kF * own * feat);    // the feature matrix as read
   e.startup_device = to_bytes(kF * own * feat);  // its copy on the device
-  e.epoch_host = to_bytes(kF * own * classes + (stage ? largest_param : 0));
+  // A checkpoint (--checkpoint-dir) holds a host copy of the rank's state while it is written:
+  // the parameters and the optimiser's moments, and the policy's rows (pipelined: the rows in
+  // use and those arrived, the gradients arrived and their average).
+  double checkpoint = 0;
+  if (!cfg.checkpoint_dir.empty()) {
+    checkpoint = params;
+    for (int l = 1; l < L && pipelined; ++l)
+      checkpoint += kF * static_cast<double>(dims[static_cast<std::size_t>(l)].in) *
+                    (2 * halo + own + (cfg.smoothing > 0 ? own : 0));
+  }
+  e.epoch_host = to_bytes(kF * own * classes + (stage ? largest_param : 0) + checkpoint);
   e.epoch_device = to_bytes(pipelined ? largest_forward : 0);
 
   // Phases: building the Trainer (features staged, no layer caches or exchange buffers yet), the

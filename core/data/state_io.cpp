@@ -137,7 +137,9 @@ void StateReader::get(std::string_view name, Matrix& m) const {
     throw InputError(origin_, "array '" + full(name) + "' has shape " + format_shape(a.shape) +
                                   ", this run needs " + format_shape(want));
   const std::vector<float> host = npy_to_float32(a, origin_ + ":" + full(name));
-  m = Matrix::from_host(m.rows(), m.cols(), host, m.device_ptr());
+  // Into the matrix's own buffer: whoever holds a view of it (a layer, an optimiser) sees the
+  // restored values.
+  if (!host.empty()) m.device().copy_from_host(m.data(), host.data(), host.size() * sizeof(float));
 }
 
 std::vector<float> StateReader::get_floats(std::string_view name, std::size_t n) const {

@@ -55,7 +55,8 @@ class StateReader {
   StateReader sub(std::string_view name) const;
 
   bool has(std::string_view name) const;
-  /// Copies a float32 (rows, cols) array into `m` (on its device); the shapes must be equal.
+  /// Copies a float32 (rows, cols) array into `m`'s buffer (on its device); the shapes must be
+  /// equal.
   void get(std::string_view name, Matrix& m) const;
   /// One-dimensional arrays of exactly `n` elements.
   std::vector<float> get_floats(std::string_view name, std::size_t n) const;
