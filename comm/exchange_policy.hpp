@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/halo_exchange.hpp"
+#include "core/data/state_io.hpp"
 #include "core/json.hpp"
 
 namespace halognn {
@@ -91,6 +92,16 @@ class ExchangePolicy {
   virtual void poll() {}
   /// Completes, and drops, everything in flight (end of training, before destruction).
   virtual void finish() {}
+
+  /// Checkpoints (training/checkpoint.hpp), between two training epochs: writes everything the
+  /// next epoch reads from this policy, so that a policy restored by load_state continues exactly
+  /// as this one would. Exchanges in flight are completed first and what they delivered is saved
+  /// as delivered but not yet used (completing early changes no value). Every policy owns its
+  /// serialisation; a policy without state writes nothing.
+  virtual void save_state(StateWriter& w) = 0;
+  /// Restores what save_state wrote, into a policy built with the same configuration and
+  /// partition; throws InputError naming the file for a missing array or another shape.
+  virtual void load_state(const StateReader& r) = 0;
 
   /// Ages of the rows handed out since begin_epoch.
   const HaloAges& ages() const { return ages_; }

@@ -124,6 +124,44 @@ std::size_t PipelinedPolicy::state_bytes() const {
   return bytes;
 }
 
+void PipelinedPolicy::save_state(StateWriter& w) {
+  for (std::size_t l = 1; l < layers_.size(); ++l) {
+    Layer& s = layers_[l];
+    // Whatever is in flight was posted in the epoch just finished: let it arrive (the next epoch
+    // would wait for it anyway) and save it as arrived but not yet used.
+    s.rows_in_flight.wait();
+    s.grads_in_flight.wait();
+    StateWriter lw = w.sub("layer" + std::to_string(l));
+    lw.put("used", s.used);
+    lw.put_int("used_epoch", s.used_epoch);
+    lw.put_int("rows_posted_epoch", s.rows_posted_epoch);
+    lw.put_int("rows_unconsumed", s.rows_unconsumed);
+    lw.put_int("grads_unconsumed", s.grads_unconsumed);
+    if (s.rows_unconsumed) lw.put("arriving", s.arriving);
+    if (s.grads_unconsumed) lw.put("grad_arriving", s.grad_arriving);
+    if (smoothing_ > 0) lw.put("grad_smooth", s.grad_smooth);
+  }
+}
+
+void PipelinedPolicy::load_state(const StateReader& r) {
+  for (std::size_t l = 1; l < layers_.size(); ++l) {
+    Layer& s = layers_[l];
+    const StateReader lr = r.sub("layer" + std::to_string(l));
+    lr.get("used", s.used);
+    s.used_epoch = lr.get_int("used_epoch");
+    s.rows_posted_epoch = lr.get_int("rows_posted_epoch");
+    s.rows_unconsumed = lr.get_int("rows_unconsumed") != 0;
+    s.grads_unconsumed = lr.get_int("grads_unconsumed") != 0;
+    if (s.rows_unconsumed) lr.get("arriving", s.arriving);
+    if (s.grads_unconsumed) lr.get("grad_arriving", s.grad_arriving);
+    else s.grad_arriving.zero();
+    if (smoothing_ > 0) lr.get("grad_smooth", s.grad_smooth);
+    // Nothing is in flight in a restored policy: what was is in `arriving` / `grad_arriving`.
+    s.rows_in_flight = Request();
+    s.grads_in_flight = Request();
+  }
+}
+
 void PipelinedPolicy::finish() {
   for (int l = 0; l < static_cast<int>(layers_.size()); ++l) drain(l);
 }

@@ -23,6 +23,10 @@ class PipelinedPolicy final : public ExchangePolicy {
   void poll() override;
   void finish() override;
   std::size_t state_bytes() const override;
+  /// Per layer l >= 1 under "layer<l>/": the rows in use and their epoch, the rows and gradients
+  /// that arrived but were not used yet (with their flags), the gradients' moving average.
+  void save_state(StateWriter& w) override;
+  void load_state(const StateReader& r) override;
 
  private:
   /// Completes whatever layer l has in flight and drops it (a synchronous epoch replaces it).

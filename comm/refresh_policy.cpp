@@ -189,6 +189,32 @@ void RefreshPolicy::backward(int layer, DenseView gx) {
   ages_.add(layer, Direction::backward, 0, rows);
 }
 
+void RefreshPolicy::save_state(StateWriter& w) {
+  for (std::size_t l = 1; l < layers_.size(); ++l) {
+    const Layer& s = layers_[l];
+    StateWriter lw = w.sub("layer" + std::to_string(l));
+    lw.put("cache", s.cache);
+    lw.put("received_epoch", std::span<const std::int64_t>(s.received_epoch));
+    lw.put("fresh", std::span<const std::uint8_t>(s.fresh));
+    lw.put("sent_epoch", std::span<const std::int64_t>(s.sent_epoch));
+    lw.put("importance", std::span<const float>(s.importance));
+    if (refresh_.by == RefreshConfig::By::change) lw.put("last_sent", s.last_sent);
+  }
+}
+
+void RefreshPolicy::load_state(const StateReader& r) {
+  for (std::size_t l = 1; l < layers_.size(); ++l) {
+    Layer& s = layers_[l];
+    const StateReader lr = r.sub("layer" + std::to_string(l));
+    lr.get("cache", s.cache);
+    s.received_epoch = lr.get_ints("received_epoch", s.received_epoch.size());
+    s.fresh = lr.get_bytes("fresh", s.fresh.size());
+    s.sent_epoch = lr.get_ints("sent_epoch", s.sent_epoch.size());
+    s.importance = lr.get_floats("importance", s.importance.size());
+    if (refresh_.by == RefreshConfig::By::change) lr.get("last_sent", s.last_sent);
+  }
+}
+
 Json RefreshPolicy::summarize(Transport& transport) const {
   std::vector<std::int64_t> counts;
   for (std::size_t l = 0; l < layers_.size(); ++l) {

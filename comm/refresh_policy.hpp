@@ -28,6 +28,10 @@ class RefreshPolicy final : public ExchangePolicy {
   void backward(int layer, DenseView gx) override;
   std::size_t state_bytes() const override;
   Json summarize(Transport& transport) const override;
+  /// Per layer l >= 1 under "layer<l>/": the cache and when each slot arrived, when each send
+  /// slot was last sent, the importances, and (--refresh-by change) the values last sent.
+  void save_state(StateWriter& w) override;
+  void load_state(const StateReader& r) override;
 
  private:
   struct Layer {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "partition/partition_io.hpp"
+#include "training/checkpoint.hpp"
 #include "training/memory_estimate.hpp"
 #include "training/metrics_log.hpp"
 #include "training/partition_agreement.hpp"
@@ -165,10 +167,26 @@ int main(int argc, char** argv) {
       // overwrite an input.
       if (rank == 0 && !cfg.metrics_path.empty())
         MetricsLog::check_path(cfg.metrics_path, {cfg.partition_dir, cli.config_file});
+      if (rank == 0 && !cfg.save_model_path.empty())
+        check_model_path(cfg.save_model_path, {cfg.partition_dir, cli.config_file, cfg.resume_dir});
     });
+    // --resume: the newest complete checkpoint (every rank reads the same manifest).
+    std::optional<CheckpointManifest> resume;
+    if (!cfg.resume_dir.empty()) startup_step([&] { resume = newest_checkpoint(cfg.resume_dir); });
     LocalPartition part;
     startup_step([&] { part = read_local_partition(cfg.partition_dir, rank, size); });
     startup_step([&] { check_partition_agreement(MPI_COMM_WORLD, part, cfg.partition_dir); });
+    const std::uint64_t run_id = part.run_id;
+    startup_step([&] {
+      if (resume) {
+        check_resumable(*resume, cfg, size, run_id);
+        GNN_CHECK_CONFIG(resume->epoch + 1 < cfg.epochs, "--resume ", resume->path,
+                         ": the checkpoint is after epoch ", resume->epoch, ", so --epochs ",
+                         cfg.epochs, " leaves nothing to train (raise --epochs)");
+      }
+      if (rank == 0 && !cfg.checkpoint_dir.empty())
+        check_checkpoint_dir(cfg.checkpoint_dir, resume ? resume->epoch : -1);
+    });
     DevicePtr dev;
     startup_step([&] { dev = pick_device(cfg.device, node_rank); });
     // NCCL moves device buffers GPU to GPU; MPI (not CUDA-aware here) stages them through the host.
@@ -235,6 +253,17 @@ int main(int argc, char** argv) {
     startup_step([&] {
       trainer = std::make_unique<Trainer>(cfg, std::move(part), *transport, dev);
     });
+    if (resume) {
+      startup_step([&] {
+        const StateArrays state = read_checkpoint_state(*resume, rank);
+        trainer->load_state(StateReader(
+            state, (std::filesystem::path(resume->path) / resume->files[static_cast<std::size_t>(rank)].file)
+                       .string()));
+      });
+      if (rank == 0 && !cfg.quiet)
+        std::cout << "halognn-train: resuming from " << resume->path << " (after epoch "
+                  << resume->epoch << "; continuing with epoch " << resume->epoch + 1 << ")\n";
+    }
     const bool multilabel = trainer->multilabel();
     double state_mib = static_cast<double>(trainer->policy().state_bytes()) / (1024.0 * 1024.0);
     transport->all_reduce_max(&state_mib, 1);
@@ -254,8 +283,24 @@ int main(int argc, char** argv) {
     // Opened last, so a run refused at start-up leaves an earlier metrics file as it was.
     std::optional<MetricsLog> metrics;
     startup_step([&] {
-      if (rank == 0 && !cfg.metrics_path.empty()) metrics.emplace(cfg.metrics_path);
+      if (rank == 0 && !cfg.metrics_path.empty()) {
+        if (resume) metrics.emplace(cfg.metrics_path, resume->epoch);  // append, no duplicates
+        else metrics.emplace(cfg.metrics_path);
+      }
     });
+    // A checkpoint after every --checkpoint-every-th epoch and after the last.
+    auto checkpoint = [&](std::int64_t e) {
+      if (cfg.checkpoint_dir.empty()) return;
+      const bool due = (cfg.checkpoint_every > 0 && (e + 1) % cfg.checkpoint_every == 0) ||
+                       e + 1 == cfg.epochs;
+      if (!due) return;
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto [path, bytes] = write_checkpoint(cfg.checkpoint_dir, e, *trainer, cfg, run_id,
+                                                  cfg.keep_checkpoints, MPI_COMM_WORLD);
+      if (rank == 0 && !cfg.quiet)
+        std::printf("halognn-train: checkpoint %s: %.2f MB in %.2f s\n", path.c_str(), bytes / 1e6,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
 
     FinalMetrics final;
     try {
@@ -266,7 +311,11 @@ int main(int argc, char** argv) {
                     << (cfg.emulate_link.empty() ? "" : " | emulated link " + cfg.emulate_link)
                     << std::endl;
         if (metrics) metrics->append(m.to_json());
-      });
+      }, checkpoint);
+    } catch (const CheckpointError& e) {
+      // Every rank throws it together (the lowest failing rank's message): no abort needed.
+      if (rank == 0) std::cerr << "halognn-train: " << e.what() << std::endl;
+      return 1;
     } catch (const TrainingDiverged& e) {
       // Every rank stops in the same epoch (the loss is all-reduced): no abort needed.
       if (rank == 0) {
@@ -292,6 +341,17 @@ int main(int argc, char** argv) {
         metrics->append(f);
         metrics->close();
       }
+    }
+    if (!cfg.save_model_path.empty()) {
+      // Every rank holds the same parameters; rank 0 writes them, and every rank hears of a
+      // failure.
+      startup_step([&] {
+        if (rank != 0) return;
+        const WrittenFile w = save_model(cfg.save_model_path, *trainer, cfg);
+        if (!cfg.quiet)
+          std::printf("halognn-train: model saved to %s (%.2f MB)\n", cfg.save_model_path.c_str(),
+                      w.bytes / 1e6);
+      });
     }
     return 0;
   } catch (const StartupFailure& e) {

@@ -43,6 +43,18 @@ class OptimizerBase : public Optimizer {
   std::int64_t steps() const override { return steps_; }
 
  protected:
+  /// The step count and, per parameter, `state[i]` under "<what>/<parameter name>".
+  void save_common(StateWriter& w, const char* what, const std::vector<Matrix>& state) const {
+    w.put_int("steps", steps_);
+    for (std::size_t i = 0; i < state.size(); ++i) w.sub(what).put(params_[i]->name, state[i]);
+  }
+  void load_common(const StateReader& r, const char* what, std::vector<Matrix>& state) {
+    const std::int64_t steps = r.get_int("steps");
+    GNN_CHECK_INPUT(steps >= 0, r.origin(), "negative optimiser step count ", steps);
+    for (std::size_t i = 0; i < state.size(); ++i) r.sub(what).get(params_[i]->name, state[i]);
+    steps_ = steps;
+  }
+
   OptimizerConfig cfg_;
   std::vector<Parameter*> params_;
   std::vector<float> decay_;
@@ -67,6 +79,14 @@ class Adam final : public OptimizerBase {
       kernels::adam_step(*dev_, p.value.size(), p.value.data(), p.grad.data(), m_[i].data(),
                          v_[i].data(), ap, steps_);
     }
+  }
+  void save_state(StateWriter& w) const override {
+    save_common(w, "m", m_);
+    for (std::size_t i = 0; i < v_.size(); ++i) w.sub("v").put(params_[i]->name, v_[i]);
+  }
+  void load_state(const StateReader& r) override {
+    load_common(r, "m", m_);
+    for (std::size_t i = 0; i < v_.size(); ++i) r.sub("v").get(params_[i]->name, v_[i]);
   }
 
  private:
@@ -93,6 +113,8 @@ class Sgd final : public OptimizerBase {
                         decay_[i]);
     }
   }
+  void save_state(StateWriter& w) const override { save_common(w, "velocity", momentum_); }
+  void load_state(const StateReader& r) override { load_common(r, "velocity", momentum_); }
 
  private:
   std::vector<Matrix> momentum_;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/data/state_io.hpp"
 #include "core/kernels/kernels.hpp"
 #include "models/layer.hpp"
 
@@ -35,6 +36,11 @@ class Optimizer {
   virtual void set_weight_decay(const Parameter* p, float weight_decay) = 0;
   /// Updates applied so far.
   virtual std::int64_t steps() const = 0;
+  /// Checkpoints: the step count and the per-parameter state (Adam: "m/<name>", "v/<name>"; SGD
+  /// with momentum: "velocity/<name>"), named by the parameters' names.
+  virtual void save_state(StateWriter& w) const = 0;
+  /// Restores what save_state wrote; every array must exist with this run's shapes.
+  virtual void load_state(const StateReader& r) = 0;
 };
 
 /// The state (moments, momentum) lives on `dev`, where the parameters must already be (layers

@@ -276,7 +276,11 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
 
   e.startup_host = to_bytes(kF * own * feat);    // the feature matrix as read
   e.startup_device = to_bytes(kF * own * feat);  // its copy on the device
-  e.epoch_host = to_bytes(kF * own * classes + (stage ? largest_param : 0));
+  // A checkpoint (--checkpoint-dir) holds a host copy of the rank's state while it is written:
+  // the parameters and the optimiser's moments, and the policy's state (pipelined rows and
+  // gradients, refresh caches and ages).
+  const double checkpoint = cfg.checkpoint_dir.empty() ? 0 : params + pipelined_buffers;
+  e.epoch_host = to_bytes(kF * own * classes + (stage ? largest_param : 0) + checkpoint);
   e.epoch_device = to_bytes(pipelined ? largest_forward : 0);
 
   // Phases: building the Trainer (features staged, no layer caches or exchange buffers yet), the

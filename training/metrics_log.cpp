@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/atomic_output.hpp"
 #include "core/error.hpp"
 
 namespace halognn {
@@ -89,6 +90,34 @@ MetricsLog::MetricsLog(const std::string& path) : path_(path) {
   const bool exists = ::stat(path.c_str(), &st) == 0;
   regular_ = !exists || S_ISREG(st.st_mode);
   const int flags = O_WRONLY | O_CLOEXEC | (regular_ ? O_CREAT | O_TRUNC : 0);
+  fd_ = ::open(path.c_str(), flags, 0644);
+  if (fd_ < 0) throw InputError(path_, "cannot open for writing: " + os_reason());
+}
+
+MetricsLog::MetricsLog(const std::string& path, std::int64_t last_epoch) : path_(path) {
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  regular_ = !exists || S_ISREG(st.st_mode);
+  if (exists && regular_) {
+    std::ifstream in(path);
+    if (!in) throw InputError(path_, "cannot read: " + os_reason());
+    std::string kept, line;
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // no newline: cut short by a kill
+      Json j;
+      try {
+        j = parse_json(line, path_);
+      } catch (const Error&) {
+        continue;
+      }
+      if (!j.is_object() || j.contains("event") || !j.contains("epoch") ||
+          !j["epoch"].is_number_integer() || j["epoch"].get<std::int64_t>() > last_epoch)
+        continue;
+      kept += line + "\n";
+    }
+    write_file_atomic(path_, kept);
+  }
+  const int flags = O_WRONLY | O_CLOEXEC | (regular_ ? O_CREAT | O_APPEND : 0);
   fd_ = ::open(path.c_str(), flags, 0644);
   if (fd_ < 0) throw InputError(path_, "cannot open for writing: " + os_reason());
 }

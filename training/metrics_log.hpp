@@ -4,6 +4,7 @@
 /// a final summary line, each written with one write() call straight to the file, so a run that is
 /// killed keeps every epoch it finished (docs/training.md "Output"). Errors are InputError naming
 /// the file and carrying the operating system's reason ("No space left on device").
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ class MetricsLog {
 
   /// Creates (or empties) the file; a FIFO or character device is opened for writing as is.
   explicit MetricsLog(const std::string& path);
+  /// A resumed run (--resume) that continues after epoch `last_epoch`: keeps the file's epoch
+  /// lines up to that epoch and drops the rest (later epochs, which the resumed run repeats, the
+  /// final or diverged line, a line cut short by a kill) by rewriting it atomically, then appends.
+  /// A missing file is created; a FIFO or character device is opened as is.
+  MetricsLog(const std::string& path, std::int64_t last_epoch);
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
   /// Closes without reporting errors (call close() to hear of them).

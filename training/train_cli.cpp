@@ -66,6 +66,20 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
        "seconds one blocking communication step may take before every rank is aborted (0: never)")
       ("memory-budget", po::value(&c.memory_budget_gib)->default_value(0),
        "GiB of memory per node a run may need by its estimate (0: the node's physical memory)");
+  po::options_description ckpt_opts("Checkpoints and saved models");
+  ckpt_opts.add_options()
+      ("checkpoint-dir", po::value(&c.checkpoint_dir),
+       "write checkpoints (every rank's state) into this directory")
+      ("checkpoint-every", po::value(&c.checkpoint_every)->default_value(0),
+       "a checkpoint after every N-th finished epoch and after the last (0: after the last only)")
+      ("keep-checkpoints", po::value(&c.keep_checkpoints)->default_value(0),
+       "keep the newest K complete checkpoints, deleting older ones once a newer one is complete "
+       "(0: keep all)")
+      ("resume", po::value(&c.resume_dir),
+       "continue from the newest complete checkpoint in this directory (bit for bit as if never "
+       "stopped)")
+      ("save-model", po::value(&c.save_model_path),
+       "write the trained parameters to this .npz file at the end (halognn-predict reads it)");
   po::options_description model_opts("Model and optimisation");
   model_opts.add_options()
       ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat")
@@ -119,7 +133,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("emulate-link", po::value(&c.emulate_link),
        "GBPS[,LATENCY_US]: emulate a cluster link of this bandwidth and latency");
   po::options_description all;
-  all.add(general).add(model_opts).add(comm_opts);
+  all.add(general).add(model_opts).add(comm_opts).add(ckpt_opts);
 
   po::variables_map vm;
   try {

@@ -85,6 +85,11 @@ void TrainConfig::validate() const {
                        comm_timeout_s <= kMaxCommTimeoutS,
                    "--comm-timeout must be in [0, ", kMaxCommTimeoutS,
                    "] seconds (0 disables the watchdog; got ", comm_timeout_s, ")");
+  GNN_CHECK_CONFIG(checkpoint_every >= 0, "--checkpoint-every must be non-negative (0: after the "
+                   "last epoch only)");
+  GNN_CHECK_CONFIG(keep_checkpoints >= 0, "--keep-checkpoints must be non-negative (0: keep all)");
+  GNN_CHECK_CONFIG(!checkpoint_dir.empty() || (checkpoint_every == 0 && keep_checkpoints == 0),
+                   "--checkpoint-every and --keep-checkpoints need --checkpoint-dir");
   GNN_CHECK_CONFIG(std::isfinite(memory_budget_gib) && memory_budget_gib >= 0,
                    "--memory-budget must be a finite number of GiB >= 0 (0: physical memory; got ",
                    memory_budget_gib, ")");
@@ -129,6 +134,11 @@ Json TrainConfig::to_json() const {
   j["refresh_by"] = to_string(refresh_by);
   j["refresh_exact_backward"] = refresh_exact_backward;
   j["emulate_link"] = emulate_link;
+  j["checkpoint_dir"] = checkpoint_dir;
+  j["checkpoint_every"] = checkpoint_every;
+  j["keep_checkpoints"] = keep_checkpoints;
+  j["resume"] = resume_dir;
+  j["save_model"] = save_model_path;
   return j;
 }
 

@@ -69,6 +69,15 @@ struct TrainConfig {
   double refresh_fraction = 0;  ///< refresh: of the other rows, this fraction by importance
   RefreshConfig::By refresh_by = RefreshConfig::By::grad;
   bool refresh_exact_backward = false;  ///< refresh: every gradient crosses back, every epoch
+  // Checkpoints and saved models (training/checkpoint.hpp, docs/training.md "Checkpoints and
+  // resume").
+  std::string checkpoint_dir;    ///< write checkpoints here; empty = none
+  /// A checkpoint after every N-th finished epoch and after the last (0: after the last only).
+  int checkpoint_every = 0;
+  int keep_checkpoints = 0;      ///< keep the newest K complete checkpoints (0: all)
+  std::string resume_dir;        ///< continue from the newest complete checkpoint here
+  std::string save_model_path;   ///< write the trained parameters here (.npz) at the end
+
   /// "GBPS[,LATENCY_US]" when the transport emulates a cluster link (comm/emulated_link.hpp);
   /// empty for the real transport. Recorded so metrics say the timings are emulated.
   std::string emulate_link;

@@ -425,7 +425,56 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   return m;
 }
 
-FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epoch) {
+void TrainerState::save(StateWriter& w) const {
+  StateWriter tw = w.sub("trainer");
+  tw.put_int("next_epoch", next_epoch);
+  tw.put_int("best_epoch", best_epoch);
+  tw.put_double("best_val", best_val);
+  tw.put_double("test_at_best_val", test_at_best_val);
+  tw.put_int("bytes_sent", static_cast<std::int64_t>(bytes_sent));
+  tw.put_double("train_s", train_s);
+}
+
+void TrainerState::load(const StateReader& r) {
+  const StateReader t = r.sub("trainer");
+  next_epoch = t.get_int("next_epoch");
+  GNN_CHECK_INPUT(next_epoch >= 0, r.origin(), "negative epoch count ", next_epoch);
+  best_epoch = static_cast<int>(t.get_int("best_epoch"));
+  best_val = t.get_double("best_val");
+  test_at_best_val = t.get_double("test_at_best_val");
+  bytes_sent = static_cast<std::uint64_t>(t.get_int("bytes_sent"));
+  train_s = t.get_double("train_s");
+}
+
+void Trainer::save_parameters(StateWriter& w) const {
+  for (const auto& layer : layers_)
+    for (const Parameter* p : layer->parameters()) w.put(p->name, p->value);
+}
+
+void Trainer::load_parameters(const StateReader& r) {
+  for (auto& layer : layers_)
+    for (Parameter* p : layer->parameters()) r.get(p->name, p->value);
+}
+
+void Trainer::save_state(StateWriter& w) {
+  StateWriter params = w.sub("params");
+  save_parameters(params);
+  StateWriter opt = w.sub("optimizer");
+  optimizer_->save_state(opt);
+  StateWriter pol = w.sub("policy");
+  policy_->save_state(pol);
+  state_.save(w);
+}
+
+void Trainer::load_state(const StateReader& r) {
+  load_parameters(r.sub("params"));
+  optimizer_->load_state(r.sub("optimizer"));
+  policy_->load_state(r.sub("policy"));
+  state_.load(r);
+}
+
+FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epoch,
+                          const std::function<void(std::int64_t)>& after_epoch) {
   FinalMetrics f;
   const auto t0 = Clock::now();
   exchange_features_once();
@@ -433,16 +482,18 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
   f.feature_exchange_codec = (features_exchange_ ? *features_exchange_ : *exchange_)
                                  .codec(0, Direction::forward)
                                  .name();
-  f.total_bytes_sent = feature_exchange_bytes_;
-  for (int e = 0; e < cfg_.epochs; ++e) {
+  const double resumed_s = state_.train_s;
+  for (std::int64_t e = state_.next_epoch; e < cfg_.epochs; ++e) {
     const bool eval_now = (e + 1) % cfg_.eval_every == 0 || e + 1 == cfg_.epochs;
     EpochMetrics m = run_epoch(e, eval_now);
-    f.total_bytes_sent += m.bytes_sent + m.eval_bytes_sent;
-    if (m.eval && (f.best_epoch < 0 || m.eval->val > f.best_val)) {
-      f.best_epoch = e;
-      f.best_val = m.eval->val;
-      f.test_at_best_val = m.eval->test;
+    state_.bytes_sent += m.bytes_sent + m.eval_bytes_sent;
+    if (m.eval && (state_.best_epoch < 0 || m.eval->val > state_.best_val)) {
+      state_.best_epoch = static_cast<int>(e);
+      state_.best_val = m.eval->val;
+      state_.test_at_best_val = m.eval->test;
     }
+    state_.next_epoch = e + 1;
+    state_.train_s = resumed_s + seconds_since(t0);
     if (on_epoch) on_epoch(m);
     if (!std::isfinite(m.loss)) {
       char lr[32];
@@ -452,9 +503,14 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
                                  (std::isnan(m.loss) ? "nan" : "infinite") +
                                  " (try a smaller --lr than " + lr + ")");
     }
+    if (after_epoch) after_epoch(e);
   }
   policy_->finish();
-  f.total_s = seconds_since(t0);
+  f.best_epoch = state_.best_epoch;
+  f.best_val = state_.best_val;
+  f.test_at_best_val = state_.test_at_best_val;
+  f.total_bytes_sent = feature_exchange_bytes_ + state_.bytes_sent;
+  f.total_s = resumed_s + seconds_since(t0);
   double t = f.total_s;
   transport_.all_reduce_max(&t, 1);
   f.total_s = t;

@@ -21,6 +21,7 @@
 #include "comm/traffic.hpp"
 #include "comm/transport.hpp"
 #include "core/error.hpp"
+#include "core/data/state_io.hpp"
 #include "compress/codec_plan.hpp"
 #include "core/json.hpp"
 #include "models/layer.hpp"
@@ -46,6 +47,20 @@ class TrainingDiverged : public Error {
   double loss_;
 };
 
+/// What the trainer itself carries from one epoch to the next, besides the parameters, the
+/// optimiser and the exchange policy (all four are what a checkpoint holds).
+struct TrainerState {
+  std::int64_t next_epoch = 0;          ///< epochs finished: run() continues with this one
+  int best_epoch = -1;                  ///< the epoch of the best validation score so far
+  double best_val = 0, test_at_best_val = 0;
+  std::uint64_t bytes_sent = 0;         ///< training and evaluation bytes of the epochs finished
+  double train_s = 0;                   ///< wall time of run() spent in the epochs finished
+
+  /// Under "trainer/" (checkpoints).
+  void save(StateWriter& w) const;
+  void load(const StateReader& r);
+};
+
 class Trainer {
  public:
   /// Takes ownership of the rank's partition (its features move to the device).
@@ -57,9 +72,24 @@ class Trainer {
   EpochMetrics run_epoch(std::int64_t epoch, bool evaluate);
   /// Evaluation pass only (no dropout, no parameter change).
   SplitScores evaluate(std::int64_t epoch);
-  /// All epochs; calls `on_epoch` after each (rank 0 prints from it). Returns the summary.
+  /// The epochs from state().next_epoch (0, or where a checkpoint left off) to cfg.epochs; calls
+  /// `on_epoch` after each (rank 0 prints from it), then `after_epoch` with the epoch once its
+  /// state is final (every rank; checkpoints are written from there). Returns the summary.
   /// Throws TrainingDiverged (on every rank) after an epoch whose loss is not finite.
-  FinalMetrics run(const std::function<void(const EpochMetrics&)>& on_epoch);
+  FinalMetrics run(const std::function<void(const EpochMetrics&)>& on_epoch,
+                   const std::function<void(std::int64_t)>& after_epoch = {});
+
+  /// Checkpoints (training/checkpoint.hpp): the parameters ("params/<name>"), the optimiser
+  /// ("optimizer/"), the exchange policy ("policy/", which completes its exchanges in flight)
+  /// and the TrainerState ("trainer/"). Call between epochs, on every rank.
+  void save_state(StateWriter& w);
+  /// Restores what save_state wrote, into a trainer built with the same configuration and
+  /// partition; throws InputError naming the file for a missing array or another shape.
+  void load_state(const StateReader& r);
+  /// The parameters alone, one array per parameter under its name ("layer0.weight", ...).
+  void save_parameters(StateWriter& w) const;
+  void load_parameters(const StateReader& r);
+  const TrainerState& state() const { return state_; }
 
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const TrafficCounter& traffic() const { return traffic_; }
@@ -117,6 +147,7 @@ class Trainer {
   std::uint64_t allreduce_bytes_ = 0;
   /// [0, K²): plain rows per exchange of link p -> q at p * K + q; [K², 2K²): rows sent.
   std::vector<std::int64_t> link_rows_;
+  TrainerState state_;
 };
 
 }  // namespace halognn

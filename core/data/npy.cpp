@@ -457,9 +457,9 @@ std::vector<std::byte> npy_c_order_bytes(const NpyArray& a) {
   return out;
 }
 
-void write_npy(const std::string& path, NpyType type, const std::vector<std::int64_t>& shape,
-               std::span<const std::byte> data) {
-  GNN_ASSERT(type != NpyType::object, "write_npy cannot write object arrays");
+std::string npy_header(NpyType type, const std::vector<std::int64_t>& shape,
+                       std::size_t data_bytes) {
+  GNN_ASSERT(type != NpyType::object, "npy_header: object arrays cannot be written");
   std::int64_t n = 1;
   for (auto d : shape) {
     GNN_ASSERT(d >= 0, "negative dimension in shape");
@@ -467,13 +467,13 @@ void write_npy(const std::string& path, NpyType type, const std::vector<std::int
   }
   std::size_t item = fixed_item_size(type);
   if (type == NpyType::unicode) {
-    GNN_ASSERT(n > 0 && data.size() % static_cast<std::size_t>(n) == 0,
+    GNN_ASSERT(n > 0 && data_bytes % static_cast<std::size_t>(n) == 0,
                "unicode data size is not a multiple of the element count");
-    item = data.size() / static_cast<std::size_t>(n);
+    item = data_bytes / static_cast<std::size_t>(n);
     GNN_ASSERT(item > 0 && item % 4 == 0, "unicode item size must be a positive multiple of 4");
   }
-  GNN_ASSERT(data.size() == static_cast<std::size_t>(n) * item, "write_npy: data has ",
-             data.size(), " bytes, shape needs ", static_cast<std::size_t>(n) * item);
+  GNN_ASSERT(data_bytes == static_cast<std::size_t>(n) * item, "npy: data has ", data_bytes,
+             " bytes, shape needs ", static_cast<std::size_t>(n) * item);
 
   std::string dict = "{'descr': '" + npy_descr(type, item) + "', 'fortran_order': False, 'shape': (";
   for (std::size_t k = 0; k < shape.size(); ++k) {
@@ -494,7 +494,12 @@ void write_npy(const std::string& path, NpyType type, const std::vector<std::int
   head += static_cast<char>(dict.size() & 0xFF);
   head += static_cast<char>(dict.size() >> 8);
   head += dict;
+  return head;
+}
 
+void write_npy(const std::string& path, NpyType type, const std::vector<std::int64_t>& shape,
+               std::span<const std::byte> data) {
+  const std::string head = npy_header(type, shape, data.size());
   AtomicFile out(path);
   out.write(head.data(), head.size());
   out.write(data.data(), data.size());

@@ -62,6 +62,12 @@ std::vector<std::string> npy_to_strings(const NpyArray& a, const std::string& or
 /// The raw element bytes of `a` in C order (a copy; reorders Fortran-order arrays).
 std::vector<std::byte> npy_c_order_bytes(const NpyArray& a);
 
+/// The version 1.0 header of a C-order `.npy` image whose element bytes (`data_bytes` of them)
+/// follow it: magic, version, length and the dict padded so the data starts on a 64-byte
+/// boundary. For `unicode` the item size is data_bytes / product(shape) (a multiple of 4).
+std::string npy_header(NpyType type, const std::vector<std::int64_t>& shape,
+                       std::size_t data_bytes);
+
 /// Writes a version 1.0, C-order `.npy` file atomically (to `path.tmp.<pid>`, fsync, rename).
 /// @param type   element type (not `object`)
 /// @param shape  array shape; `data` must hold exactly product(shape) elements. For `unicode`

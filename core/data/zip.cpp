@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 
+#include "core/atomic_output.hpp"
 #include "core/error.hpp"
 #include "core/file_read.hpp"
 
@@ -226,6 +227,170 @@ std::map<std::string, NpyArray> read_npz(const std::string& path) {
     out.emplace(name.substr(0, name.size() - 4), parse_npy(zip.read(name), path + ":" + name));
   }
   return out;
+}
+
+namespace {
+
+/// Appends little-endian integers to a byte string (ZIP records).
+struct Record {
+  std::string bytes;
+  void put(std::uint64_t v, int n) {
+    for (int k = 0; k < n; ++k) bytes += static_cast<char>((v >> (8 * k)) & 0xFF);
+  }
+};
+
+/// The file being written, with its running size and CRC32.
+class CountingFile {
+ public:
+  explicit CountingFile(const std::string& path) : file_(path) {}
+  void write(const void* data, std::size_t n) {
+    file_.write(data, n);
+    // zlib counts in 32-bit uInt: feed it in pieces below 4 GiB.
+    const auto* p = static_cast<const Bytef*>(data);
+    for (std::size_t done = 0; done < n;) {
+      const auto piece = static_cast<uInt>(std::min<std::size_t>(n - done, std::size_t{1} << 30));
+      crc_ = ::crc32(crc_, p + done, piece);
+      done += piece;
+    }
+    offset_ += n;
+  }
+  void write(const std::string& s) { write(s.data(), s.size()); }
+  std::uint64_t offset() const { return offset_; }
+  WrittenFile commit() {
+    file_.commit();
+    return {offset_, static_cast<std::uint32_t>(crc_)};
+  }
+
+ private:
+  AtomicFile file_;
+  std::uint64_t offset_ = 0;
+  uLong crc_ = ::crc32(0, nullptr, 0);
+};
+
+constexpr std::uint32_t k32 = 0xFFFFFFFF;
+// MS-DOS date 1980-01-01, time 00:00: fixed, so that equal contents give equal files.
+constexpr std::uint16_t kDosTime = 0, kDosDate = (0 << 9) | (1 << 5) | 1;
+
+}  // namespace
+
+WrittenFile write_npz(const std::string& path, const std::map<std::string, NpyArray>& arrays,
+                      bool force_zip64) {
+  struct Member {
+    std::string name;
+    std::uint32_t crc = 0;
+    std::uint64_t size = 0, offset = 0;
+  };
+  std::vector<Member> members;
+  CountingFile out(path);
+  for (const auto& [key, a] : arrays) {
+    Member m;
+    m.name = key + ".npy";
+    GNN_ASSERT(m.name.size() <= 0xFFFF, "npz member name too long: ", key);
+    const std::vector<std::byte> c_order = a.fortran_order ? npy_c_order_bytes(a) : std::vector<std::byte>();
+    const std::vector<std::byte>& data = a.fortran_order ? c_order : a.data;
+    const std::string head = npy_header(a.type, a.shape, data.size());
+    uLong crc = ::crc32(0, reinterpret_cast<const Bytef*>(head.data()), static_cast<uInt>(head.size()));
+    for (std::size_t done = 0; done < data.size();) {
+      const auto piece = static_cast<uInt>(std::min<std::size_t>(data.size() - done, std::size_t{1} << 30));
+      crc = ::crc32(crc, reinterpret_cast<const Bytef*>(data.data()) + done, piece);
+      done += piece;
+    }
+    m.crc = static_cast<std::uint32_t>(crc);
+    m.size = head.size() + data.size();
+    m.offset = out.offset();
+    const bool zip64 = force_zip64 || m.size >= k32;
+    Record r;
+    r.put(kLocalSig, 4);
+    r.put(zip64 ? 45 : 20, 2);  // version needed: 4.5 for ZIP64
+    r.put(0, 2);                // flags
+    r.put(0, 2);                // stored
+    r.put(kDosTime, 2);
+    r.put(kDosDate, 2);
+    r.put(m.crc, 4);
+    r.put(zip64 ? k32 : m.size, 4);
+    r.put(zip64 ? k32 : m.size, 4);
+    r.put(m.name.size(), 2);
+    r.put(zip64 ? 20 : 0, 2);
+    r.bytes += m.name;
+    if (zip64) {
+      r.put(0x0001, 2);
+      r.put(16, 2);
+      r.put(m.size, 8);
+      r.put(m.size, 8);
+    }
+    out.write(r.bytes);
+    out.write(head);
+    out.write(data.data(), data.size());
+    members.push_back(std::move(m));
+  }
+
+  const std::uint64_t cd_offset = out.offset();
+  for (const Member& m : members) {
+    const bool sizes64 = force_zip64 || m.size >= k32;
+    const bool offset64 = force_zip64 || m.offset >= k32;
+    Record r;
+    r.put(kCentralSig, 4);
+    r.put(sizes64 || offset64 ? 45 : 20, 2);  // made by (MS-DOS attributes)
+    r.put(sizes64 || offset64 ? 45 : 20, 2);  // needed
+    r.put(0, 2);
+    r.put(0, 2);
+    r.put(kDosTime, 2);
+    r.put(kDosDate, 2);
+    r.put(m.crc, 4);
+    r.put(sizes64 ? k32 : m.size, 4);
+    r.put(sizes64 ? k32 : m.size, 4);
+    r.put(m.name.size(), 2);
+    const int extra = (sizes64 ? 16 : 0) + (offset64 ? 8 : 0);
+    r.put(extra > 0 ? extra + 4 : 0, 2);
+    r.put(0, 2);  // comment
+    r.put(0, 2);  // disk
+    r.put(0, 2);  // internal attributes
+    r.put(0, 4);  // external attributes
+    r.put(offset64 ? k32 : m.offset, 4);
+    r.bytes += m.name;
+    if (extra > 0) {
+      // The ZIP64 extra field holds exactly the fields set to 0xFFFFFFFF, in this order.
+      r.put(0x0001, 2);
+      r.put(static_cast<std::uint64_t>(extra), 2);
+      if (sizes64) {
+        r.put(m.size, 8);
+        r.put(m.size, 8);
+      }
+      if (offset64) r.put(m.offset, 8);
+    }
+    out.write(r.bytes);
+  }
+  const std::uint64_t cd_size = out.offset() - cd_offset;
+  const std::uint64_t count = members.size();
+  const bool zip64_end = force_zip64 || count >= 0xFFFF || cd_size >= k32 || cd_offset >= k32;
+  Record end;
+  if (zip64_end) {
+    const std::uint64_t record_at = out.offset();
+    end.put(kZip64EocdSig, 4);
+    end.put(44, 8);  // the size of the rest of this record
+    end.put(45, 2);
+    end.put(45, 2);
+    end.put(0, 4);
+    end.put(0, 4);
+    end.put(count, 8);
+    end.put(count, 8);
+    end.put(cd_size, 8);
+    end.put(cd_offset, 8);
+    end.put(kZip64LocatorSig, 4);
+    end.put(0, 4);
+    end.put(record_at, 8);
+    end.put(1, 4);
+  }
+  end.put(kEocdSig, 4);
+  end.put(0, 2);
+  end.put(0, 2);
+  end.put(zip64_end ? 0xFFFF : count, 2);
+  end.put(zip64_end ? 0xFFFF : count, 2);
+  end.put(zip64_end ? k32 : cd_size, 4);
+  end.put(zip64_end ? k32 : cd_offset, 4);
+  end.put(0, 2);
+  out.write(end.bytes);
+  return out.commit();
 }
 
 }  // namespace halognn

@@ -1,7 +1,7 @@
 #pragma once
 /// @file zip.hpp
-/// Read-only ZIP archives (stored and DEFLATE members, ZIP64 sizes and offsets) and NumPy `.npz`
-/// files on top of them. Members are located through the central directory, so archives whose
+/// ZIP archives (reading: stored and DEFLATE members, ZIP64 sizes and offsets; writing: stored
+/// members) and NumPy `.npz` files on top of them. Members are located through the central directory, so archives whose
 /// local headers carry zero sizes (general-purpose flag bit 3, data descriptor) read correctly.
 /// Every member is CRC32-checked. Errors are InputError naming the archive (and the member).
 #include <cstddef>
@@ -51,5 +51,20 @@ class ZipArchive {
 /// trailing ".npy" (numpy's own naming); members not ending in ".npy" are skipped.
 /// Errors inside a member name it as "<archive>:<member>".
 std::map<std::string, NpyArray> read_npz(const std::string& path);
+
+/// Size and CRC32 (zlib) of every byte of a file just written (for manifests).
+struct WrittenFile {
+  std::uint64_t bytes = 0;
+  std::uint32_t crc32 = 0;
+};
+
+/// Writes `arrays` as a NumPy `.npz` archive that `numpy.load` reads: one stored (uncompressed)
+/// member "<key>.npy" per array, in key order, each a C-order `.npy` image (Fortran-order arrays
+/// are reordered) with its CRC32. A member or offset past 4 GiB gets ZIP64 records
+/// (`force_zip64` writes them everywhere, for tests). The file is written atomically
+/// (core/atomic_output.hpp) with fixed timestamps, so equal arrays give equal bytes.
+/// @throws InputError(path, ...) when the file cannot be written.
+WrittenFile write_npz(const std::string& path, const std::map<std::string, NpyArray>& arrays,
+                      bool force_zip64 = false);
 
 }  // namespace halognn

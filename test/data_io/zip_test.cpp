@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "core/data/npy.hpp"
 #include "core/data/zip.hpp"
@@ -235,6 +236,60 @@ TEST(Zip, ReadsTheSharedNpzFiles) {
   for (int i = 0; i < 10; ++i) col0 += mask[i * 2277];
   EXPECT_EQ(row0, 1092);
   EXPECT_EQ(col0, 6);
+}
+
+NpyArray array_of(NpyType type, std::vector<std::int64_t> shape, std::string bytes,
+                  std::size_t item) {
+  NpyArray a;
+  a.type = type;
+  a.item_size = item;
+  a.shape = std::move(shape);
+  a.data.resize(bytes.size());
+  std::memcpy(a.data.data(), bytes.data(), bytes.size());
+  return a;
+}
+
+TEST(Zip, WritesNpzThatReadsBackWithCrcsAndZip64Records) {
+  test::ScratchDir dir;
+  std::map<std::string, NpyArray> arrays;
+  arrays["layer0.weight"] = array_of(NpyType::f4, {2, 2}, std::string("\0\0\x80\x3f\0\0\0\x40\0\0\x40\x40\0\0\x80\x40", 16), 4);
+  arrays["policy/layer1/epochs"] = array_of(NpyType::i8, {1}, std::string("\x07\0\0\0\0\0\0\0", 8), 8);
+  arrays["empty"] = array_of(NpyType::u1, {0}, "", 1);
+  arrays["scalar"] = array_of(NpyType::f8, {}, std::string("\0\0\0\0\0\0\xf0\x3f", 8), 8);
+  // A Fortran-order array is written in C order.
+  NpyArray f = array_of(NpyType::i4, {2, 3}, std::string("\1\0\0\0\4\0\0\0\2\0\0\0\5\0\0\0\3\0\0\0\6\0\0\0", 24), 4);
+  f.fortran_order = true;
+  arrays["fortran"] = f;
+  for (const bool zip64 : {false, true}) {
+    SCOPED_TRACE(zip64 ? "ZIP64 records" : "plain records");
+    const std::string path = dir.file(zip64 ? "z64.npz" : "z.npz");
+    const WrittenFile w = write_npz(path, arrays, zip64);
+    std::ifstream in(path, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    EXPECT_EQ(w.bytes, bytes.size());
+    EXPECT_EQ(w.crc32, ::crc32(0, reinterpret_cast<const Bytef*>(bytes.data()),
+                               static_cast<uInt>(bytes.size())));
+    // Central directory and end records as numpy's zipfile expects them: ZIP64 or not.
+    EXPECT_EQ(bytes.find(std::string("PK\x06\x06", 4)) != std::string::npos, zip64);
+    const auto back = read_npz(path);
+    ASSERT_EQ(back.size(), arrays.size());
+    for (const auto& [name, a] : arrays) {
+      const NpyArray& b = back.at(name);
+      EXPECT_EQ(b.type, a.type) << name;
+      EXPECT_EQ(b.shape, a.shape) << name;
+      EXPECT_FALSE(b.fortran_order) << name;
+      EXPECT_EQ(b.data, npy_c_order_bytes(a)) << name;
+    }
+    EXPECT_EQ(npy_to_int64(back.at("fortran"), "f"), (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}));
+    // Equal arrays give equal files (fixed timestamps).
+    EXPECT_EQ(write_npz(path, arrays, zip64).crc32, w.crc32);
+    // A flipped data byte is caught by the member's CRC.
+    std::string bad = bytes;
+    bad[bytes.find("\x07\0\0\0\0\0\0\0")] = '\x08';
+    std::ofstream(path, std::ios::binary) << bad;
+    EXPECT_THROW(read_npz(path), InputError);
+  }
+  EXPECT_THROW(write_npz(dir.file("no/such/dir/x.npz"), arrays), InputError);
 }
 
 }  // namespace

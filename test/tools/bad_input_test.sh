@@ -190,6 +190,42 @@ import json,sys; l=[json.loads(x) for x in open('$work/nan.jsonl')]
 sys.exit(0 if l[-1].get('event') == 'diverged' and all('epoch' in x for x in l[:-1]) else 1)" ||
   fail "diverged run: metrics file does not end with the diverged event"
 
+# Checkpoints: --resume refuses another rank count, partition, model or option, and corrupt,
+# truncated or incomplete checkpoints, each in one line naming what differs or the file.
+"${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 2 --quiet --checkpoint-dir "$work/ck" \
+  >/dev/null 2>&1 || fail "cannot write the checkpoint fixture"
+[[ -f $work/ck/epoch-000001/manifest.json ]] || fail "no checkpoint after the last epoch"
+"$bin/halognn-partition" --data "$work/ds" --parts 3 --out "$work/p3" >/dev/null
+expect_error "train: resume at another rank count" "written by 2 rank(s), this job has 3" \
+  "$mpiexec" -n 3 --oversubscribe "$bin/halognn-train" --partition "$work/p3" --epochs 4 --resume "$work/ck"
+expect_error "train: resume on another partition" "trained on partition run [0-9a-f]*, but $work/pr2 is partition run" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/pr2" --epochs 4 --resume "$work/ck"
+expect_error "train: resume with another model" "--model differs: the checkpoint was written with \"gcn\", this run has \"sage\"" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 4 --resume "$work/ck" --model sage
+expect_error "train: resume with another --hidden" "--hidden differs: the checkpoint was written with 16, this run has 32 (only --partition, .*--epochs" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 4 --resume "$work/ck" --hidden 32
+expect_error "train: resume with nothing left to train" "after epoch 1, so --epochs 2 leaves nothing to train" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 2 --resume "$work/ck"
+cp -r "$work/ck" "$work/ck_corrupt"
+size=$(stat -c %s "$work/ck_corrupt/epoch-000001/rank-00001.npz")
+printf '\xff' | dd of="$work/ck_corrupt/epoch-000001/rank-00001.npz" bs=1 seek=$((size / 2)) conv=notrunc status=none
+expect_error "train: resume from a corrupt rank file" "rank 1 failed: $work/ck_corrupt/epoch-000001/rank-00001.npz: checksum mismatch" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 4 --resume "$work/ck_corrupt"
+cp -r "$work/ck" "$work/ck_trunc"
+truncate -s 200 "$work/ck_trunc/epoch-000001/rank-00000.npz"
+expect_error "train: resume from a truncated rank file" "$work/ck_trunc/epoch-000001/rank-00000.npz: truncated: 200 bytes" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 4 --resume "$work/ck_trunc"
+cp -r "$work/ck" "$work/ck_nomanifest"
+rm "$work/ck_nomanifest/epoch-000001/manifest.json"
+expect_error "train: resume without a manifest" "$work/ck_nomanifest: --resume: no complete checkpoint here" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 4 --resume "$work/ck_nomanifest"
+expect_error "train: a fresh run into a directory with checkpoints" "--checkpoint-dir $work/ck already holds checkpoint .* of another run" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 4 --checkpoint-dir "$work/ck"
+expect_error "train: --checkpoint-every without --checkpoint-dir" "--checkpoint-every and --keep-checkpoints need --checkpoint-dir" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 4 --checkpoint-every 2
+expect_error "train: --save-model is a directory" "is a directory; --save-model needs a file name" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --save-model "$work"
+
 # --metrics: checked at start-up, inputs never overwritten, the OS's reason reported.
 cp "$work/p2/manifest.json" "$work/manifest.copy"
 expect_error "train: --metrics is a directory" "is a directory; --metrics needs a file name" \

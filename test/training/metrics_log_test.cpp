@@ -86,5 +86,25 @@ TEST(MetricsLog, AFullDiskIsReportedWithTheOsReason) {
   }
 }
 
+TEST(MetricsLog, AResumedRunKeepsTheEpochsUpToItsCheckpointAndAppends) {
+  test::ScratchDir dir;
+  const std::string p = dir.file("m.jsonl");
+  // Epochs 0-3 of the first run, its final line, and a line cut short by a kill.
+  std::ofstream(p) << "{\"epoch\":0}\n{\"epoch\":1}\n{\"epoch\":2}\n{\"epoch\":3}\n"
+                   << "{\"event\":\"final\"}\n{\"epoch\":4,\"lo";
+  {
+    MetricsLog log(p, 1);  // resumed from the checkpoint after epoch 1
+    EXPECT_EQ(slurp(p), "{\"epoch\":0}\n{\"epoch\":1}\n");
+    log.append({{"epoch", 2}});
+    log.close();
+  }
+  EXPECT_EQ(slurp(p), "{\"epoch\":0}\n{\"epoch\":1}\n{\"epoch\":2}\n");
+  // A missing file is created.
+  MetricsLog fresh(dir.file("new.jsonl"), 5);
+  fresh.append({{"epoch", 6}});
+  fresh.close();
+  EXPECT_EQ(slurp(dir.file("new.jsonl")), "{\"epoch\":6}\n");
+}
+
 }  // namespace
 }  // namespace halognn
