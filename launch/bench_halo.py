@@ -31,10 +31,18 @@ def partition(e, name, parts, extra, suffix):
     return p
 
 
+def finished(metrics):
+    """Whether a metrics file ends with a run's final line (a killed run's file does not)."""
+    if not os.path.exists(metrics):
+        return False
+    lines = open(metrics).read().splitlines()
+    return bool(lines) and "test_acc_at_best_val" in json.loads(lines[-1])
+
+
 def run(e, part, ranks, args, tag, threads=1):
     """One training run; its per-epoch lines and final line (reused when --reuse and present)."""
     metrics = os.path.join(e.work, f"h-{tag}.jsonl")
-    if not (e.reuse and os.path.exists(metrics)):
+    if not (e.reuse and finished(metrics)):
         e.run(["halognn-train", "--partition", part, "--quiet", "--metrics", metrics] + args,
               ranks=ranks, threads=threads)
     lines = [json.loads(l) for l in open(metrics)]
