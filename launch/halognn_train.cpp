@@ -60,13 +60,32 @@ DevicePtr pick_device(const std::string& want, Rank local_rank) {
   return cuda_device(local_rank % n);
 }
 
-std::string progress_line(const EpochMetrics& m, bool multilabel) {
+/// Short name of a score in progress lines.
+const char* metric_label(MetricKind m) {
+  switch (m) {
+    case MetricKind::f1_micro: return "f1";
+    case MetricKind::roc_auc: return "auc";
+    default: return "acc";
+  }
+}
+
+/// Name of the score in the metrics file's final object.
+const char* metric_name(MetricKind m) {
+  switch (m) {
+    case MetricKind::f1_micro: return "f1_micro";
+    case MetricKind::roc_auc: return "roc_auc";
+    default: return "accuracy";
+  }
+}
+
+std::string progress_line(const EpochMetrics& m, MetricKind metric_kind, bool show_lr) {
   char buf[512];
-  const char* metric = multilabel ? "f1" : "acc";
+  const char* metric = metric_label(metric_kind);
   std::string eval = "";
   if (m.eval) {
     char e[128];
-    std::snprintf(e, sizeof e, " val %.4f test %.4f", m.eval->val, m.eval->test);
+    std::snprintf(e, sizeof e, " val %.4f test %.4f (val loss %.4f)", m.eval->val, m.eval->test,
+                  m.eval->val_loss);
     eval = e;
   }
   std::snprintf(buf, sizeof buf,
@@ -77,6 +96,11 @@ std::string progress_line(const EpochMetrics& m, bool multilabel) {
                 m.synchronous ? "" : " | pipelined, halo age <= ");
   std::string line = buf;
   if (!m.synchronous) line += std::to_string(m.max_staleness);
+  if (show_lr) {
+    char lr[48];
+    std::snprintf(lr, sizeof lr, " | lr %.3g", m.lr);
+    line += lr;
+  }
   return line;
 }
 
@@ -132,7 +156,8 @@ int main(int argc, char** argv) {
     startup_step([&] {
       trainer = std::make_unique<Trainer>(cli.cfg, std::move(part), *transport, dev);
     });
-    const bool multilabel = trainer->multilabel();
+    const MetricKind metric = trainer->metric();
+    const bool show_lr = cli.cfg.lr_schedule != LrScheduleKind::constant || cli.cfg.lr_warmup > 0;
     if (rank == 0 && !cli.cfg.quiet)
       std::cout << "halognn-train: layer-0 input on rank 0: "
                 << (trainer->sparse_input() ? "sparse (CSR)" : "dense") << "\n";
@@ -141,20 +166,27 @@ int main(int argc, char** argv) {
     const FinalMetrics final = trainer->run([&](const EpochMetrics& m) {
       if (rank != 0) return;
       if (!cli.cfg.quiet)
-        std::cout << progress_line(m, multilabel)
+        std::cout << progress_line(m, metric, show_lr)
                   << (cli.cfg.emulate_link.empty() ? "" : " | emulated link " + cli.cfg.emulate_link)
                   << std::endl;
       if (!cli.cfg.metrics_path.empty()) lines.push_back(m.to_json());
     });
     if (rank == 0) {
       Json f = final.to_json();
-      f["metric"] = multilabel ? "f1_micro" : "accuracy";
+      f["metric"] = metric_name(metric);
       f["world_size"] = size;
       f["device"] = dev->name();
       f["config"] = cli.cfg.to_json();
-      std::printf("best val %.4f at epoch %d, test %.4f | %.2f s total | %.2f MB sent\n",
-                  final.best_val, final.best_epoch, final.test_at_best_val, final.total_s,
+      const char* label = metric_label(metric);
+      std::printf("best val %s %.4f at epoch %d (test %.4f) | %d epochs%s | %.2f s total | "
+                  "%.2f MB sent\n",
+                  label, final.best_val, final.best_epoch, final.test_at_best_val, final.epochs_run,
+                  final.early_stopped ? " (stopped early)" : "", final.total_s,
                   final.total_bytes_sent / 1e6);
+      std::printf("final test %s %.4f (train %.4f, val %.4f; %s of epoch %d)\n", label,
+                  final.final_scores.test, final.final_scores.train, final.final_scores.val,
+                  final.restored ? "restored best parameters" : "last parameters",
+                  final.final_epoch);
       if (!cli.cfg.metrics_path.empty()) {
         std::string text;
         for (const Json& l : lines) text += dump_json(l) + "\n";

@@ -20,6 +20,7 @@
 #include "comm/transport.hpp"
 #include "compress/codec_plan.hpp"
 #include "core/json.hpp"
+#include "models/activation.hpp"
 #include "models/layer.hpp"
 #include "models/local_graph.hpp"
 #include "models/optimizer.hpp"
@@ -28,15 +29,18 @@
 
 namespace halognn {
 
-/// Accuracy (single-label) or F1-micro (multi-label) per split, over all ranks.
+/// The score per split over all ranks (accuracy, F1-micro or ROC AUC: Trainer::metric()), and
+/// the validation loss (mean over the validation nodes of all ranks; evaluation passes only).
 struct SplitScores {
   double train = 0, val = 0, test = 0;
+  double val_loss = 0;
 };
 
 /// What one epoch reports (identical on every rank after the reductions).
 struct EpochMetrics {
   std::int64_t epoch = 0;
   double loss = 0;
+  double lr = 0;                        ///< learning rate of this epoch's step
   double train_score = 0;               ///< from the training forward pass (dropout on)
   std::optional<SplitScores> eval;      ///< evaluation pass (no dropout), every eval_every epochs
   double epoch_s = 0;                   ///< slowest rank
@@ -50,8 +54,16 @@ struct EpochMetrics {
 };
 
 struct FinalMetrics {
-  int best_epoch = -1;
+  int best_epoch = -1;                  ///< the best evaluation (TrainConfig::select_by)
   double best_val = 0, test_at_best_val = 0;
+  double best_val_loss = 0;             ///< validation loss at best_epoch
+  int epochs_run = 0;                   ///< fewer than TrainConfig::epochs when stopped early
+  bool early_stopped = false;
+  /// Scores of the model training ends with: the restored best parameters (restored = true,
+  /// evaluated once more after training), or the last evaluation's.
+  SplitScores final_scores;
+  bool restored = false;
+  int final_epoch = -1;                 ///< the epoch whose parameters final_scores evaluate
   double total_s = 0;
   std::uint64_t total_bytes_sent = 0;        ///< everything, all ranks, features exchange included
   std::uint64_t feature_exchange_bytes = 0;  ///< the one-time layer-0 exchange, all ranks
@@ -76,6 +88,12 @@ class Trainer {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const TrafficCounter& traffic() const { return traffic_; }
   bool multilabel() const { return part_.multilabel; }
+  /// The per-split score (TrainConfig::metric with "auto" resolved for the data).
+  MetricKind metric() const { return metric_; }
+  /// Every layer's parameters, in layer order.
+  std::vector<Parameter*> parameters() const;
+  /// The optimiser (its learning rate is set per epoch by run()).
+  Optimizer& optimizer() { return *optimizer_; }
   /// Whether layer 0 reads its input as CSR (TrainConfig::sparse_features and fewer than 10% of
   /// this rank's owned feature entries non-zero); see Layer::set_sparse_input.
   bool sparse_input() const { return sparse_input_; }
@@ -99,11 +117,20 @@ class Trainer {
   /// Progresses in-flight exchanges (test-polling between kernels).
   void poll();
   void all_reduce_gradients();
+  /// Scores of the logits in logits_: the training split only, or all three (collective).
+  SplitScores scores(bool eval_all);
   std::array<std::int64_t, 9> score_counts(bool eval_all) const;
   static SplitScores scores_from_counts(const std::array<std::int64_t, 9>& c, bool multilabel);
+  /// ROC AUC per split: every rank's scores (logit 1 - logit 0) and labels, written at their
+  /// global node ids into zeroed arrays and summed over ranks, so every rank ranks all nodes.
+  SplitScores roc_auc_scores(bool eval_all);
+  /// Mean loss of logits_ over the validation nodes of all ranks (collective).
+  double validation_loss();
   std::uint64_t global_bytes(std::uint64_t local) const;
 
   TrainConfig cfg_;
+  Activation activation_ = Activation::relu;
+  MetricKind metric_ = MetricKind::accuracy;
   LocalPartition part_;
   Transport& transport_;
   DevicePtr dev_;
@@ -133,7 +160,7 @@ class Trainer {
   int epoch_max_age_ = 0;
   Matrix logits_, glogits_;
   Buffer<std::int32_t> labels_;
-  Buffer<std::uint8_t> label_matrix_, train_mask_;
+  Buffer<std::uint8_t> label_matrix_, train_mask_, val_mask_;
   bool sparse_input_ = false;
   CsrMatrix x0_csr_;         ///< sparse mode: x_[0] (all local rows) as CSR, after the exchange
   Buffer<float> x0_dropped_; ///< sparse mode: x0_csr_'s values after this epoch's dropout
@@ -141,6 +168,7 @@ class Trainer {
   std::uint64_t feature_exchange_bytes_ = 0;
   double allreduce_s_ = 0;
   std::uint64_t allreduce_bytes_ = 0;
+  std::uint64_t metric_bytes_ = 0;  ///< all-reduce volume of ROC AUC inputs since the last reset
 };
 
 }  // namespace halognn
