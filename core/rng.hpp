@@ -25,7 +25,8 @@ enum class RngPurpose : std::uint32_t {
   refresh = 7,
   test = 8,
   sparsify = 9,
-  attention_dropout = 10,
+  grouping = 10,
+  attention_dropout = 11,
 };
 
 /// A stream key: (seed, purpose, a, b) hashed into Philox's 64-bit key. `a` and `b` carry the

@@ -16,7 +16,8 @@ build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libmetis-dev metis libeigen3-dev
-          libboost-program-options-dev libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev)
+          libboost-program-options-dev libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev
+          clang libclang-rt-14-dev)  # clang + libFuzzer: the fuzz harnesses (test/fuzz)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,7 @@
 #include "models/layer.hpp"
 
+#include <cmath>
+
 #include <string>
 
 #include "core/error.hpp"
@@ -13,6 +15,21 @@ ModelKind parse_model_kind(std::string_view s) {
   if (s == "gat") return ModelKind::gat;
   if (s == "gin") return ModelKind::gin;
   throw ConfigError("unknown model '" + std::string(s) + "' (choices: gcn, sage, gat, gin)");
+}
+
+float neighbour_scale(ModelKind kind, std::int64_t global_degree) {
+  switch (kind) {
+    case ModelKind::gcn:
+      // The same float expression as GcnLayer::prepare's edge weights.
+      return 1.0f / std::sqrt(static_cast<float>(global_degree) + 1.0f);
+    case ModelKind::sage:
+    case ModelKind::gat:
+    // GIN sums its neighbours' rows unweighted: a group row m_g handed to each of v's D_g(v)
+    // members adds D_g(v) m_g, exactly the members' sum on a complete block.
+    case ModelKind::gin:
+      return 1.0f;
+  }
+  throw Error("neighbour_scale: unknown model kind");
 }
 
 std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
