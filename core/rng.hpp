@@ -26,6 +26,7 @@ enum class RngPurpose : std::uint32_t {
   test = 8,
   sparsify = 9,
   grouping = 10,
+  attention_dropout = 11,
 };
 
 /// A stream key: (seed, purpose, a, b) hashed into Philox's 64-bit key. `a` and `b` carry the

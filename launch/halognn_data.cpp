@@ -127,6 +127,8 @@ int cmd_generate(const std::vector<std::string>& args) {
        "cap on a node's expected degree as a fraction of the node count")
       ("noise", po::value(&c.feature_noise)->default_value(c.feature_noise),
        "standard deviation of the Gaussian feature noise around the class means")
+      ("class-overlap", po::value(&c.class_overlap)->default_value(c.class_overlap),
+       "probability that a node's features are drawn around another class's mean")
       ("train-fraction", po::value(&c.train_fraction)->default_value(c.train_fraction),
        "fraction of nodes in the training split")
       ("val-fraction", po::value(&c.val_fraction)->default_value(c.val_fraction),

@@ -66,13 +66,32 @@ DevicePtr pick_device(const std::string& want, Rank local_rank) {
   return cuda_device(local_rank % n);
 }
 
-std::string progress_line(const EpochMetrics& m, bool multilabel) {
+/// Short name of a score in progress lines.
+const char* metric_label(MetricKind m) {
+  switch (m) {
+    case MetricKind::f1_micro: return "f1";
+    case MetricKind::roc_auc: return "auc";
+    default: return "acc";
+  }
+}
+
+/// Name of the score in the metrics file's final object.
+const char* metric_name(MetricKind m) {
+  switch (m) {
+    case MetricKind::f1_micro: return "f1_micro";
+    case MetricKind::roc_auc: return "roc_auc";
+    default: return "accuracy";
+  }
+}
+
+std::string progress_line(const EpochMetrics& m, MetricKind metric_kind, bool show_lr) {
   char buf[512];
-  const char* metric = multilabel ? "f1" : "acc";
+  const char* metric = metric_label(metric_kind);
   std::string eval = "";
   if (m.eval) {
     char e[128];
-    std::snprintf(e, sizeof e, " val %.4f test %.4f", m.eval->val, m.eval->test);
+    std::snprintf(e, sizeof e, " val %.4f test %.4f (val loss %.4f)", m.eval->val, m.eval->test,
+                  m.eval->val_loss);
     eval = e;
   }
   std::snprintf(buf, sizeof buf,
@@ -83,6 +102,11 @@ std::string progress_line(const EpochMetrics& m, bool multilabel) {
                 m.synchronous ? "" : " | stale halo rows, age <= ");
   std::string line = buf;
   if (!m.synchronous) line += std::to_string(m.max_staleness);
+  if (show_lr) {
+    char lr[48];
+    std::snprintf(lr, sizeof lr, " | lr %.3g", m.lr);
+    line += lr;
+  }
   return line;
 }
 
@@ -264,7 +288,8 @@ int main(int argc, char** argv) {
         std::cout << "halognn-train: resuming from " << resume->path << " (after epoch "
                   << resume->epoch << "; continuing with epoch " << resume->epoch + 1 << ")\n";
     }
-    const bool multilabel = trainer->multilabel();
+    const MetricKind metric = trainer->metric();
+    const bool show_lr = cfg.lr_schedule != LrScheduleKind::constant || cfg.lr_warmup > 0;
     double state_mib = static_cast<double>(trainer->policy().state_bytes()) / (1024.0 * 1024.0);
     transport->all_reduce_max(&state_mib, 1);
     if (rank == 0 && !cfg.quiet && state_mib > 0)
@@ -307,7 +332,7 @@ int main(int argc, char** argv) {
       final = trainer->run([&](const EpochMetrics& m) {
         if (rank != 0) return;
         if (!cfg.quiet)
-          std::cout << progress_line(m, multilabel)
+          std::cout << progress_line(m, metric, show_lr)
                     << (cfg.emulate_link.empty() ? "" : " | emulated link " + cfg.emulate_link)
                     << std::endl;
         if (metrics) metrics->append(m.to_json());
@@ -329,14 +354,21 @@ int main(int argc, char** argv) {
     }
     if (rank == 0) {
       Json f = final.to_json();
-      f["metric"] = multilabel ? "f1_micro" : "accuracy";
+      f["metric"] = metric_name(metric);
       f["world_size"] = size;
       f["device"] = dev->name();
       f["config"] = cfg.to_json();
       f["memory_estimate"] = estimate.to_json();
-      std::printf("best val %.4f at epoch %d, test %.4f | %.2f s total | %.2f MB sent\n",
-                  final.best_val, final.best_epoch, final.test_at_best_val, final.total_s,
+      const char* label = metric_label(metric);
+      std::printf("best val %s %.4f at epoch %d (test %.4f) | %d epochs%s | %.2f s total | "
+                  "%.2f MB sent\n",
+                  label, final.best_val, final.best_epoch, final.test_at_best_val, final.epochs_run,
+                  final.early_stopped ? " (stopped early)" : "", final.total_s,
                   final.total_bytes_sent / 1e6);
+      std::printf("final test %s %.4f (train %.4f, val %.4f; %s of epoch %d)\n", label,
+                  final.final_scores.test, final.final_scores.train, final.final_scores.val,
+                  final.restored ? "restored best parameters" : "last parameters",
+                  final.final_epoch);
       if (metrics) {
         metrics->append(f);
         metrics->close();

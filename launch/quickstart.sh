@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # halognn quickstart: installs what is missing (Debian 12, as root), configures, builds, then
 #   main (default): generates the default graph, partitions it for 4 ranks, trains on 4 MPI ranks
+#                   with exact (fp32) exchanges, then with 1-bit (q1) and pipelined 1-bit exchanges
+#                   (COMPARE=0: fp32 only), and prints the final test accuracy of each
 #   test:           runs the whole test suite (ctest)
 # Environment: BUILD_DIR (default: build), GNN_CUDA (AUTO|ON|OFF, default AUTO), JOBS (default: nproc),
-#              RANKS (main job, default 4), EPOCHS (main job, default 20), MODEL (main job, default sage).
+#              RANKS (main job, default 4), EPOCHS (main job, default 20), MODEL (main job, default sage),
+#              COMPARE (main job, default 1: also train with q1 and pipelined q1).
 set -euo pipefail
 mode=${1:-main}
 case "$mode" in main|test) ;; *) echo "usage: $0 [main|test]" >&2; exit 2 ;; esac
@@ -62,7 +65,33 @@ fi
 # its threads, to one core).
 threads=$(( $(nproc) / ranks )); (( threads >= 1 )) || threads=1
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads}
-exec mpirun -np "$ranks" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
-  "$bin/halognn-train" --partition "$data/default.p$ranks" \
-  --model "${MODEL:-sage}" --layers 3 --hidden 256 --epochs "${EPOCHS:-20}" --eval-every 5 \
-  --metrics "$build/default-train.jsonl"
+train() {  # NAME [options]: one 4-rank run on the default graph, metrics in $build/default-NAME.jsonl
+  local name=$1
+  shift
+  mpirun -np "$ranks" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
+    "$bin/halognn-train" --partition "$data/default.p$ranks" \
+    --model "${MODEL:-sage}" --layers 3 --hidden 256 --epochs "${EPOCHS:-20}" --eval-every 5 \
+    --metrics "$build/default-$name.jsonl" "$@"
+}
+final_test() {  # the restored best model's test accuracy from a metrics file's final line
+  tail -n 1 "$build/default-$1.jsonl" | grep -o '"final_test_acc":[-0-9.e]*' | cut -d: -f2
+}
+echo "== sync, fp32 (exact) exchanges"
+train fp32
+configs=(fp32)
+if [[ ${COMPARE:-1} != 0 ]]; then
+  echo "== sync, 1-bit (q1) exchanges"
+  train q1 --codec q1 --quiet
+  echo "== pipelined, 1-bit (q1) exchanges"
+  train pipelined-q1 --codec q1 --exchange pipelined --quiet
+  configs+=(q1 pipelined-q1)
+fi
+echo "== final test accuracy (${MODEL:-sage} 3 x 256, $ranks ranks, ${EPOCHS:-20} epochs, best validation epoch restored)"
+for c in "${configs[@]}"; do
+  case $c in
+    fp32) label="sync fp32" ;;
+    q1) label="sync q1" ;;
+    pipelined-q1) label="pipelined q1" ;;
+  esac
+  printf '  %-14s %s\n' "$label" "$(final_test "$c")"
+done

@@ -1,6 +1,7 @@
 // GAT (Velickovic et al.): per head h, z = x W_h, e_vu = LeakyReLU(a_dst·z_v + a_src·z_u) over
-// u ∈ N(v) ∪ {v}, alpha = softmax_u(e), y_v = Σ_u alpha_vu z_u; heads concatenated (hidden
-// layers) or averaged (last layer); plus bias. Every rank computes z for its halo rows itself from
+// u ∈ N(v) ∪ {v}, alpha = softmax_u(e), in training dropped out per (edge, head) with
+// probability attention_dropout (inverted: kept coefficients scaled by 1/(1-p)),
+// y_v = Σ_u alpha_vu z_u; heads concatenated (hidden layers) or averaged (last layer); plus bias. Every rank computes z for its halo rows itself from
 // the exchanged layer input (docs/models.md explains why and what it costs).
 #include <optional>
 #include <vector>
@@ -38,11 +39,21 @@ class GatLayer final : public Layer {
     op_ = build_graph_operator(g, /*self_loops=*/true, nullptr);
     alpha_ = Buffer<float>(static_cast<std::size_t>(op_.a.nnz() * heads_), dev_);
     edge_grad_ = Buffer<float>(alpha_.size(), dev_);
+    if (cfg_.attention_dropout > 0) drop_ = Buffer<float>(alpha_.size(), dev_);
+    global_ids_ = g.global_ids.data();
   }
 
   void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
 
-  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+  /// Keys of the layer's dropout masks: b = 2 layer for the coefficients, 2 layer + 1 for the
+  /// values, so the two never share random numbers.
+  static RngKey dropout_key(const ForwardContext& ctx, std::uint64_t which) {
+    return RngKey{ctx.seed, RngPurpose::attention_dropout, static_cast<std::uint64_t>(ctx.epoch),
+                  2 * static_cast<std::uint64_t>(ctx.layer) + which};
+  }
+
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
+               const ForwardContext& ctx) override {
     check_forward_shapes("gat", g, x, y, cfg_.in_dim, out_dim());
     GNN_ASSERT(dev_, "gat: forward before prepare");
     const Device& dev = *dev_;
@@ -62,13 +73,31 @@ class GatLayer final : public Layer {
     kernels::head_dot(dev, z.cview().rows_range(0, n_own), att_dst_.value.data(), heads_,
                       s_dst.data());
     kernels::head_dot(dev, z.view(), att_src_.value.data(), heads_, s_src.data());
+    // Attention-coefficient dropout (training only): the multiplier of edge (v, u) and head h is
+    // keyed by (seed, epoch, layer, global v, global u, h), so every rank draws the same one.
+    used_drop_ = ctx.training && cfg_.attention_dropout > 0;
+    if (used_drop_) {
+      kernels::edge_dropout_mask(dev, dropout_key(ctx, 0), global_ids_, cfg_.attention_dropout,
+                                 op_.a.view(), heads_, drop_.data());
+    }
+    const float* drop = used_drop_ ? drop_.data() : nullptr;
+    // Value dropout (training only): the aggregated values are z with each (node, column)
+    // dropped, keyed by its global id; the scores above use z itself.
+    used_value_drop_ = ctx.training && cfg_.value_dropout > 0;
+    ConstDenseView values = z.view();
+    if (used_value_drop_) {
+      Matrix& zd = ensure(z_dropped_, n_local, width_, dev_);
+      value_key_ = dropout_key(ctx, 1);
+      kernels::dropout_forward(dev, value_key_, global_ids_, cfg_.value_dropout, z.view(), zd.view());
+      values = zd.view();
+    }
     if (cfg_.concat_heads) {
-      kernels::gat_aggregate(dev, op_.a.view(), z.view(), s_dst.data(), s_src.data(), heads_,
-                             cfg_.negative_slope, alpha_.data(), y);
+      kernels::gat_aggregate(dev, op_.a.view(), values, s_dst.data(), s_src.data(), heads_,
+                             cfg_.negative_slope, alpha_.data(), drop, y);
     } else {
       Matrix& out = ensure(out_, n_own, width_, dev_);
-      kernels::gat_aggregate(dev, op_.a.view(), z.view(), s_dst.data(), s_src.data(), heads_,
-                             cfg_.negative_slope, alpha_.data(), out.view());
+      kernels::gat_aggregate(dev, op_.a.view(), values, s_dst.data(), s_src.data(), heads_,
+                             cfg_.negative_slope, alpha_.data(), drop, out.view());
       kernels::head_mean(dev, out.view(), heads_, y);
     }
     if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
@@ -88,10 +117,14 @@ class GatLayer final : public Layer {
     Matrix& gz = ensure(gz_, n_local, width_, dev_);
     Matrix& gs_dst = ensure(gs_dst_, n_own, heads_, dev_);
     Matrix& gs_src = ensure(gs_src_, n_local, heads_, dev_);
-    kernels::gat_aggregate_backward(dev, op_.a.view(), op_.a_t.view(), op_.t_to_a.data(), z_.view(),
+    const ConstDenseView values = used_value_drop_ ? z_dropped_.cview() : z_.cview();
+    kernels::gat_aggregate_backward(dev, op_.a.view(), op_.a_t.view(), op_.t_to_a.data(), values,
                                     s_dst_.data(), s_src_.data(), heads_, cfg_.negative_slope,
-                                    alpha_.data(), gout, edge_grad_.data(), gs_dst.data(),
-                                    gs_src.data(), gz.view());
+                                    alpha_.data(), used_drop_ ? drop_.data() : nullptr, gout,
+                                    edge_grad_.data(), gs_dst.data(), gs_src.data(), gz.view());
+    // gz is dL/d(values); through the value dropout (same mask) to dL/dz.
+    if (used_value_drop_)
+      kernels::dropout_backward(dev, value_key_, global_ids_, cfg_.value_dropout, gz.view(), gz.view());
     // Scores are linear in z: route their gradients into z and the attention vectors.
     kernels::head_dot_backward(dev, z_.cview().rows_range(0, n_own), att_dst_.value.data(), heads_,
                                gs_dst.data(), gz.view().rows_range(0, n_own), att_dst_.grad.data());
@@ -114,6 +147,12 @@ class GatLayer final : public Layer {
   DevicePtr dev_;
   GraphOperator op_;  ///< structure of A + I (values unused)
   Buffer<float> alpha_, edge_grad_;
+  Buffer<float> drop_;                 ///< attention-dropout multipliers (nnz x heads)
+  const GlobalId* global_ids_ = nullptr;  ///< the graph's global ids (device), keys of the masks
+  bool used_drop_ = false;             ///< the last forward dropped coefficients
+  bool used_value_drop_ = false;       ///< the last forward dropped values
+  RngKey value_key_;                   ///< its value-dropout key
+  Matrix z_dropped_;                   ///< z after value dropout (training)
   std::optional<CsrView> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x

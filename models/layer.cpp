@@ -13,7 +13,8 @@ ModelKind parse_model_kind(std::string_view s) {
   if (s == "gcn") return ModelKind::gcn;
   if (s == "sage") return ModelKind::sage;
   if (s == "gat") return ModelKind::gat;
-  throw ConfigError("unknown model '" + std::string(s) + "' (choices: gcn, sage, gat)");
+  if (s == "gin") return ModelKind::gin;
+  throw ConfigError("unknown model '" + std::string(s) + "' (choices: gcn, sage, gat, gin)");
 }
 
 float neighbour_scale(ModelKind kind, std::int64_t global_degree) {
@@ -23,6 +24,9 @@ float neighbour_scale(ModelKind kind, std::int64_t global_degree) {
       return 1.0f / std::sqrt(static_cast<float>(global_degree) + 1.0f);
     case ModelKind::sage:
     case ModelKind::gat:
+    // GIN sums its neighbours' rows unweighted: a group row m_g handed to each of v's D_g(v)
+    // members adds D_g(v) m_g, exactly the members' sum on a complete block.
+    case ModelKind::gin:
       return 1.0f;
   }
   throw Error("neighbour_scale: unknown model kind");
@@ -33,6 +37,11 @@ std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
   GNN_CHECK_CONFIG(cfg.in_dim > 0 && cfg.out_dim > 0, "layer ", layer_index,
                    ": dimensions must be positive (in ", cfg.in_dim, ", out ", cfg.out_dim, ")");
   GNN_CHECK_CONFIG(cfg.heads >= 1, "layer ", layer_index, ": heads must be at least 1");
+  GNN_CHECK_CONFIG(cfg.attention_dropout >= 0 && cfg.attention_dropout < 1, "layer ", layer_index,
+                   ": attention dropout must be in [0, 1)");
+  GNN_CHECK_CONFIG(cfg.value_dropout >= 0 && cfg.value_dropout < 1, "layer ", layer_index,
+                   ": value dropout must be in [0, 1)");
+  GNN_CHECK_CONFIG(cfg.mlp_hidden >= 0, "layer ", layer_index, ": MLP width must be non-negative");
   switch (cfg.kind) {
     case ModelKind::gcn:
       return detail::make_gcn_layer(cfg, seed, layer_index);
@@ -40,6 +49,8 @@ std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
       return detail::make_sage_layer(cfg, seed, layer_index);
     case ModelKind::gat:
       return detail::make_gat_layer(cfg, seed, layer_index);
+    case ModelKind::gin:
+      return detail::make_gin_layer(cfg, seed, layer_index);
   }
   throw ConfigError("unknown model kind");
 }

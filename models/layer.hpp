@@ -1,6 +1,6 @@
 #pragma once
 /// @file layer.hpp
-/// GNN layers with hand-written backward passes: GCN, GraphSAGE-mean and GAT. A layer maps the
+/// GNN layers with hand-written backward passes: GCN, GraphSAGE-mean, GAT and GIN. A layer maps the
 /// rank's local input rows (owned, then halo rows filled by the exchange) to its owned output rows;
 /// its backward returns gradients for owned AND halo input rows, so the caller can send the halo
 /// part back to the owners (DESIGN.md "The halo exchange as one operator"). Normalisations use
@@ -18,16 +18,16 @@
 
 namespace halognn {
 
-enum class ModelKind { gcn, sage, gat };
+enum class ModelKind { gcn, sage, gat, gin };
 
-/// "gcn" | "sage" | "gat"; throws ConfigError listing the choices otherwise.
+/// "gcn" | "sage" | "gat" | "gin"; throws ConfigError listing the choices otherwise.
 ModelKind parse_model_kind(std::string_view);
 
 /// β_u of the factorisation a_vu = α_v β_u of a layer's aggregation weight: the part that depends
 /// on the neighbour u only, from its global degree (self-loops excluded). Grouped halo exchanges
 /// send Σ_u w_u β_u h_u and hand every member u the row m_g / β_u (docs/semantic_groups.md).
-/// GCN: 1 / sqrt(d_u + 1); SAGE (mean: α_v = 1 / d_v) and GAT (a group acts as D_g(v) identical
-/// neighbours under attention): 1.
+/// GCN: 1 / sqrt(d_u + 1); SAGE (mean: α_v = 1 / d_v), GIN (sum: α_v = 1) and GAT (a group acts
+/// as D_g(v) identical neighbours under attention): 1.
 float neighbour_scale(ModelKind kind, std::int64_t global_degree);
 
 /// A trainable tensor and its gradient (same shape, same device).
@@ -43,6 +43,16 @@ struct LayerConfig {
   int heads = 1;
   bool concat_heads = true;  ///< GAT: hidden layers concat (out = heads*out_dim), last averages
   float negative_slope = 0.2f;
+  /// GAT: dropout probability of each attention coefficient (per edge and head) in training.
+  float attention_dropout = 0.0f;
+  /// GAT: dropout probability of each entry of z = x W where it is aggregated (the values; the
+  /// attention scores see z undropped), as in Velickovic et al.'s reference implementation.
+  float value_dropout = 0.0f;
+  /// GIN: width of the MLP's hidden layer (0: out_dim).
+  std::int64_t mlp_hidden = 0;
+  /// GIN: the weight of a node's own row is 1 + eps; a trainable parameter when train_eps.
+  float eps = 0.0f;
+  bool train_eps = false;
   bool bias = true;
 };
 

@@ -82,5 +82,7 @@ std::unique_ptr<Layer> make_sage_layer(const LayerConfig& cfg, std::uint64_t see
                                        std::int32_t layer_index);
 std::unique_ptr<Layer> make_gat_layer(const LayerConfig& cfg, std::uint64_t seed,
                                       std::int32_t layer_index);
+std::unique_ptr<Layer> make_gin_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                      std::int32_t layer_index);
 
 }  // namespace halognn::detail

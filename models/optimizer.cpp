@@ -1,5 +1,6 @@
 #include "models/optimizer.hpp"
 
+#include <cmath>
 #include <string_view>
 
 #include "core/error.hpp"
@@ -7,9 +8,14 @@
 namespace halognn {
 namespace {
 
+bool ends_with(std::string_view n, std::string_view suffix) {
+  return n.size() >= suffix.size() && n.substr(n.size() - suffix.size()) == suffix;
+}
+
+/// Biases and GIN's eps (a scalar offset, not a weight) are not decayed unless decay_biases.
 bool is_bias(const Parameter& p) {
   const std::string_view n = p.name;
-  return n == "bias" || (n.size() >= 5 && n.substr(n.size() - 5) == ".bias");
+  return n == "bias" || ends_with(n, ".bias") || ends_with(n, ".eps");
 }
 
 class OptimizerBase : public Optimizer {
@@ -41,6 +47,11 @@ class OptimizerBase : public Optimizer {
     throw ConfigError("set_weight_decay: parameter " + p->name + " is not optimised here");
   }
   std::int64_t steps() const override { return steps_; }
+  void set_lr(float lr) override {
+    GNN_CHECK_CONFIG(lr >= 0 && std::isfinite(lr), "learning rate must be non-negative, got ", lr);
+    cfg_.lr = lr;
+  }
+  float lr() const override { return cfg_.lr; }
 
  protected:
   /// The step count and, per parameter, `state[i]` under "<what>/<parameter name>".

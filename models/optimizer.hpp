@@ -1,9 +1,10 @@
 #pragma once
 /// @file optimizer.hpp
 /// Adam and SGD over a list of parameters. Weight decay follows Kipf & Welling: an L2 term
-/// weight_decay * w added to the gradient (Adam's `decoupled` switches to AdamW). Biases (names
-/// ending in ".bias") are not decayed unless decay_biases is set; set_weight_decay overrides the
-/// rate per parameter (e.g. Kipf's "first layer only").
+/// weight_decay * w added to the gradient (Adam's `decoupled` switches to AdamW). Biases and GIN's
+/// eps (names ending in ".bias" or ".eps") are not decayed unless decay_biases is set;
+/// set_weight_decay overrides the rate per parameter (e.g. Kipf's "first layer only"). The
+/// learning rate can change between steps (set_lr: learning-rate schedules).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -36,6 +37,9 @@ class Optimizer {
   virtual void set_weight_decay(const Parameter* p, float weight_decay) = 0;
   /// Updates applied so far.
   virtual std::int64_t steps() const = 0;
+  /// The learning rate of the following steps (a schedule sets it before each step).
+  virtual void set_lr(float lr) = 0;
+  virtual float lr() const = 0;
   /// Checkpoints: the step count and the per-parameter state (Adam: "m/<name>", "v/<name>"; SGD
   /// with momentum: "velocity/<name>"), named by the parameters' names.
   virtual void save_state(StateWriter& w) const = 0;

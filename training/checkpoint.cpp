@@ -302,6 +302,12 @@ void check_resumable(const CheckpointManifest& m, const TrainConfig& cfg, Rank w
                    ", but ", cfg.partition_dir, " is partition run ",
                    format_run_id(partition_run_id));
   const Json now = cfg.to_json();
+  // The cosine schedule's period is --epochs: another length would change the rates of the
+  // epochs already trained, so the resumed run could not equal an uninterrupted one.
+  GNN_CHECK_CONFIG(cfg.lr_schedule != LrScheduleKind::cosine || !m.config.contains("epochs") ||
+                       m.config["epochs"] == now["epochs"],
+                   where, ": --epochs differs from the checkpoint's ", dump_json(m.config["epochs"]),
+                   ", and --lr-schedule cosine takes its period from --epochs");
   const std::vector<std::string>& free = resumable_options();
   std::set<std::string> keys;
   for (const auto& [k, v] : now.items()) keys.insert(k);

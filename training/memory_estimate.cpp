@@ -43,6 +43,7 @@ double encoded(const Codec& codec, const std::vector<std::int64_t>& counts, std:
 struct LayerDims {
   std::int64_t in = 0, out = 0;  ///< LayerConfig in_dim / out_dim (per head for GAT)
   std::int64_t heads = 1;
+  std::int64_t mlp = 0;          ///< GIN: the MLP's hidden width
   bool concat = false;
   std::int64_t out_dim() const { return concat ? heads * out : out; }  ///< next layer's input
 };
@@ -64,6 +65,7 @@ PartitionShape PartitionShape::of(const LocalPartition& p) {
   s.adj_nnz = static_cast<std::int64_t>(p.col.size());
   s.num_features = p.features.cols();
   s.num_classes = p.num_classes;
+  s.global_nodes = p.global_num_nodes;
   s.multilabel = p.multilabel;
   const std::span<const float> f = p.features.host();
   std::int64_t nnz = 0;
@@ -118,6 +120,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double classes = static_cast<double>(s.num_classes);
   const double sends = static_cast<double>(s.total_send()), recvs = static_cast<double>(s.total_recv());
   const bool gat = cfg.model == ModelKind::gat;
+  const bool gin = cfg.model == ModelKind::gin;
   const int L = cfg.layers;
 
   // The layer stack (Trainer's constructor).
@@ -128,7 +131,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     LayerDims& d = dims[static_cast<std::size_t>(l)];
     d.in = in;
     d.out = last ? s.num_classes : cfg.hidden;
-    d.heads = (gat && !last) ? cfg.heads : 1;
+    if (gat) d.heads = last ? cfg.output_heads : cfg.heads;
+    d.mlp = cfg.hidden;
     d.concat = !last;
     in = gat ? d.out_dim() : d.out;
   }
@@ -148,22 +152,37 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   double graph = kI * (own + 1) + kI * nnz + kI * (nl + 1) + kI * nnz + kF * nl + kL * nl +
                  (kI + kL) * (sends + recvs);
   // Every layer builds its own normalised operator and transpose: GCN A+I with values, SAGE A
-  // with values, GAT A+I structure only; plus the transpose-to-original entry map.
+  // with values, GAT A+I structure only, GIN A structure only; plus the transpose-to-original
+  // entry map.
   double operators = 0, attention = 0;
-  const double op_nnz = cfg.model == ModelKind::sage ? nnz : nnz + own;
-  const double with_values = cfg.model == ModelKind::gat ? 0 : 1;
+  const double op_nnz = (cfg.model == ModelKind::sage || gin) ? nnz : nnz + own;
+  const double with_values = (gat || gin) ? 0 : 1;
+  // GAT per edge and head: the coefficients, their gradients, and the attention-dropout
+  // multipliers when --attention-dropout is on.
+  const double per_edge_head = cfg.attention_dropout > 0 ? 3 : 2;
   for (int l = 0; l < L; ++l) {
     operators += kI * (own + 1) + kI * op_nnz + with_values * kF * op_nnz +  // a
                  kI * (nl + 1) + kI * op_nnz + with_values * kF * op_nnz +   // a_t
                  kI * op_nnz;                                                 // t_to_a
-    if (gat) attention += 2 * kF * op_nnz * static_cast<double>(dims[static_cast<std::size_t>(l)].heads);
+    if (gat)
+      attention += per_edge_head * kF * op_nnz *
+                   static_cast<double>(dims[static_cast<std::size_t>(l)].heads);
   }
   // Parameters: value and gradient of every declared parameter; optimiser state of the trained
   // ones (Adam: two moments; SGD: a velocity when momentum > 0). The biases are trained.
-  double params = 0, largest_param = 0;
+  // With the best-model restore, a copy of every trained value is kept during training.
+  double params = 0, largest_param = 0, snapshot = 0;
+  const double state = cfg.optimizer == OptimizerKind::adam ? 2 : (cfg.momentum > 0 ? 1 : 0);
   for (const LayerDims& d : dims) {
     std::vector<double> p;
-    if (cfg.model == ModelKind::gcn) {
+    if (gin) {
+      // W1, b1, W2, b2; eps (1 x 1) always has a value and a gradient, optimiser state and a
+      // snapshot only when it is trained.
+      p = {static_cast<double>(d.in) * static_cast<double>(d.mlp), static_cast<double>(d.mlp),
+           static_cast<double>(d.mlp) * static_cast<double>(d.out), static_cast<double>(d.out)};
+      params += kF * (2 + (cfg.train_eps ? state : 0));
+      if (cfg.train_eps) snapshot += kF;
+    } else if (cfg.model == ModelKind::gcn) {
       p = {static_cast<double>(d.in * d.out), static_cast<double>(d.out)};
     } else if (cfg.model == ModelKind::sage) {
       p = {static_cast<double>(d.in * d.out), static_cast<double>(d.in * d.out),
@@ -173,9 +192,9 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
            static_cast<double>(d.heads * d.out), static_cast<double>(d.heads * d.out),
            static_cast<double>(d.out_dim())};
     }
-    const double state = cfg.optimizer == OptimizerKind::adam ? 2 : (cfg.momentum > 0 ? 1 : 0);
     for (double n : p) {
       params += kF * n * (2 + state);
+      snapshot += kF * n;
       largest_param = std::max(largest_param, kF * n);
     }
   }
@@ -212,14 +231,24 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       activations += kF * (nl * width + own * h + nl * h);  // z, s_dst, s_src
       activations += kF * (nl * width + own * h + nl * h);  // gz, gs_dst, gs_src
       if (!d.concat) activations += kF * own * width;       // per-head output (mean of heads)
+      if (cfg.value_dropout > 0) activations += kF * nl * width;  // z after value dropout
+    } else if (gin) {
+      const double m = static_cast<double>(d.mlp);
+      activations += 2 * kF * own * m;  // the MLP's hidden rows and their gradient
+      if (in_d <= m && !used_sparse) {
+        activations += 2 * kF * own * in_d;  // aggregated input h and its gradient
+      } else {
+        activations += 2 * kF * nl * m;  // transformed rows x W1 and their gradient
+      }
     } else if (in_d <= out_d && !used_sparse) {
       activations += kF * own * in_d * (l > 0 ? 2 : 1);  // aggregated input (+ its gradient)
     } else {
       activations += kF * nl * out_d;  // transformed rows
     }
   }
-  // Output layer: logits and their gradient, labels (or the label matrix) and the train mask.
-  const double output = 2 * kF * own * classes + (s.multilabel ? own * classes : kI * own) + own;
+  // Output layer: logits and their gradient, labels (or the label matrix), the train and the
+  // validation masks.
+  const double output = 2 * kF * own * classes + (s.multilabel ? own * classes : kI * own) + 2 * own;
 
   // Exchange buffers, one set per (layer, direction) that exchanges (comm/halo_exchange.cpp):
   // encoded send and receive blocks, the gathered send rows forward, the decoded rows backward.
@@ -262,7 +291,11 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   add("partition (host)", "the partition's nodes and edges", host, partition_host);
   add("graph and halo plan", "the partition's nodes and edges", dev, graph);
   add("layer operators", "--layers, the partition's edges", dev, operators);
-  if (gat) add("attention coefficients", "--heads, --layers, the partition's edges", dev, attention);
+  if (gat)
+    add("attention coefficients",
+        std::string(cfg.attention_dropout > 0 ? "--attention-dropout, " : "") +
+            "--heads, --output-heads, --layers, the partition's edges",
+        dev, attention);
   add("layer-0 input", "the features (F = " + f + ")", dev, (sparse ? x0_sparse : x0_dense) + xd0);
   add("activations", width_opts, dev, activations);
   if (pipelined || refresh)
@@ -277,11 +310,18 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   e.startup_host = to_bytes(kF * own * feat);    // the feature matrix as read
   e.startup_device = to_bytes(kF * own * feat);  // its copy on the device
   // A checkpoint (--checkpoint-dir) holds a host copy of the rank's state while it is written:
-  // the parameters and the optimiser's moments, and the policy's state (pipelined rows and
-  // gradients, refresh caches and ages).
-  const double checkpoint = cfg.checkpoint_dir.empty() ? 0 : params + pipelined_buffers;
-  e.epoch_host = to_bytes(kF * own * classes + (stage ? largest_param : 0) + checkpoint);
-  e.epoch_device = to_bytes(pipelined ? largest_forward : 0);
+  // the parameters and the optimiser's moments, the best model's snapshot, and the policy's
+  // state (pipelined rows and gradients, refresh caches and ages).
+  const double checkpoint = cfg.checkpoint_dir.empty()
+                                ? 0
+                                : params + pipelined_buffers + (cfg.restore_best ? snapshot : 0);
+  // ROC AUC ranks every node of the graph on every rank: scores and codes (16 bytes a node), the
+  // scored nodes of a split with their labels and sort order (up to 17 bytes a node).
+  const double roc_auc = cfg.metric == MetricKind::roc_auc
+                             ? 33.0 * static_cast<double>(s.global_nodes)
+                             : 0;
+  e.epoch_host = to_bytes(kF * own * classes + (stage ? largest_param : 0) + checkpoint + roc_auc);
+  e.epoch_device = to_bytes((pipelined ? largest_forward : 0) + (cfg.restore_best ? snapshot : 0));
 
   // Phases: building the Trainer (features staged, no layer caches or exchange buffers yet), the
   // one-time feature exchange (dense input and, when sparse, its CSR side by side), and training.

@@ -29,6 +29,7 @@ struct PartitionShape {
   std::int64_t adj_nnz = 0;      ///< local adjacency entries (no self-loops)
   std::int64_t num_features = 0;
   std::int64_t num_classes = 0;
+  std::int64_t global_nodes = 0;  ///< nodes of the whole graph (ROC AUC ranks them all)
   bool multilabel = false;
   std::int64_t feature_nnz = 0;  ///< non-zero entries of the owned feature rows
   std::vector<std::int64_t> send_counts, recv_counts;  ///< rows per peer, in plan order

@@ -10,14 +10,17 @@
 
 namespace halognn {
 
-/// Accuracy (single-label) or F1-micro (multi-label) per split, over all ranks.
+/// The score per split over all ranks (accuracy, F1-micro or ROC AUC: Trainer::metric()), and
+/// the validation loss (mean over the validation nodes of all ranks; evaluation passes only).
 struct SplitScores {
   double train = 0, val = 0, test = 0;
+  double val_loss = 0;
 };
 
 struct EpochMetrics {
   std::int64_t epoch = 0;
   double loss = 0;
+  double lr = 0;                        ///< learning rate of this epoch's step
   double train_score = 0;               ///< from the training forward pass (dropout on)
   std::optional<SplitScores> eval;      ///< evaluation pass (no dropout), every eval_every epochs
   double epoch_s = 0;                   ///< slowest rank
@@ -35,8 +38,16 @@ struct EpochMetrics {
 };
 
 struct FinalMetrics {
-  int best_epoch = -1;
+  int best_epoch = -1;                  ///< the best evaluation (TrainConfig::select_by)
   double best_val = 0, test_at_best_val = 0;
+  double best_val_loss = 0;             ///< validation loss at best_epoch
+  int epochs_run = 0;                   ///< fewer than TrainConfig::epochs when stopped early
+  bool early_stopped = false;
+  /// Scores of the model training ends with: the restored best parameters (restored = true,
+  /// evaluated once more after training), or the last evaluation's.
+  SplitScores final_scores;
+  bool restored = false;
+  int final_epoch = -1;                 ///< the epoch whose parameters final_scores evaluate
   double total_s = 0;
   std::uint64_t total_bytes_sent = 0;        ///< everything, all ranks, features exchange included
   std::uint64_t feature_exchange_bytes = 0;  ///< the one-time layer-0 exchange, all ranks

@@ -48,6 +48,8 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   std::string model = "gcn", optimizer = "adam", exchange = "sync", halo_rows = "plain", config_file;
   std::string refresh_by = "grad";
   bool dense_features = false;
+  std::string select_by = "score", lr_schedule = "constant", metric = "auto";
+  bool no_restore_best = false;
   int staleness_bound_alias = -1;
   po::options_description general("General");
   general.add_options()
@@ -82,24 +84,60 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
        "write the trained parameters to this .npz file at the end (halognn-predict reads it)");
   po::options_description model_opts("Model and optimisation");
   model_opts.add_options()
-      ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat")
+      ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat | gin")
       ("layers", po::value(&c.layers)->default_value(2), "number of layers")
-      ("hidden", po::value(&c.hidden)->default_value(16), "hidden width (per head for GAT)")
-      ("heads", po::value(&c.heads)->default_value(1), "GAT attention heads of hidden layers")
+      ("hidden", po::value(&c.hidden)->default_value(16),
+       "hidden width (per head for GAT; also GIN's MLP width)")
+      ("activation", po::value(&c.activation)->default_value("auto"),
+       "between layers: relu | elu | auto (elu for gat, as published; relu otherwise)")
+      ("heads", po::value(&c.heads)->default_value(1), "GAT attention heads of hidden layers (concatenated)")
+      ("output-heads", po::value(&c.output_heads)->default_value(1),
+       "GAT attention heads of the last layer (averaged)")
+      ("attention-dropout", po::value(&c.attention_dropout)->default_value(0.0f),
+       "GAT: dropout probability of each attention coefficient in training")
+      ("value-dropout", po::value(&c.value_dropout)->default_value(0.0f),
+       "GAT: dropout probability of the transformed features where they are aggregated "
+       "(as in the reference implementation of GAT)")
+      ("gin-eps", po::value(&c.gin_eps)->default_value(0.0f),
+       "GIN: a node's own row weighs 1 + eps (the start value with --train-eps)")
+      ("train-eps", po::bool_switch(&c.train_eps), "GIN: train eps (GIN-eps; default: a constant)")
       ("epochs", po::value(&c.epochs)->default_value(200), "training epochs")
       ("lr", po::value(&c.lr)->default_value(0.01f), "learning rate")
       ("weight-decay", po::value(&c.weight_decay)->default_value(5e-4f), "L2 weight decay")
       ("decay-biases", po::bool_switch(&c.decay_biases), "apply weight decay to biases too")
+      ("decay-first-layer-only", po::bool_switch(&c.decay_first_layer_only),
+       "apply weight decay to the first layer only (Kipf & Welling)")
       ("optimizer", po::value(&optimizer)->default_value("adam"), "adam | sgd")
       ("momentum", po::value(&c.momentum)->default_value(0.0f), "SGD momentum (--optimizer sgd)")
       ("dropout", po::value(&c.dropout)->default_value(0.5f), "dropout probability on layer inputs")
       ("seed", po::value(&c.seed)->default_value(1), "seed of every random choice")
       ("eval-every", po::value(&c.eval_every)->default_value(1), "evaluate every N epochs")
+      ("metric", po::value(&metric)->default_value("auto"),
+       "auto | accuracy | f1-micro | roc-auc (binary tasks; auto: accuracy, f1-micro if multi-label)")
       ("dense-features", po::bool_switch(&dense_features),
        "keep layer 0's input dense even when under 10% of it is non-zero "
        "(default: such features are held as CSR, which is faster and smaller)")
       ("row-normalize", po::bool_switch(&c.row_normalize_features),
        "divide each feature row by its sum (Kipf & Welling preprocessing)");
+  po::options_description protocol_opts("Early stopping, model selection, learning-rate schedule");
+  protocol_opts.add_options()
+      ("patience", po::value(&c.patience)->default_value(0),
+       "stop after N epochs without a better validation result (0: run all --epochs)")
+      ("select-by", po::value(&select_by)->default_value("score"),
+       "what makes an evaluation the best: score | loss (validation) | both (GAT's rule: "
+       "go on while either improves, keep the model that improved both)")
+      ("no-restore-best", po::bool_switch(&no_restore_best),
+       "keep the last parameters (default: load the best evaluation's and evaluate them again)")
+      ("lr-schedule", po::value(&lr_schedule)->default_value("constant"),
+       "constant | step | cosine | plateau")
+      ("lr-step", po::value(&c.lr_step)->default_value(0), "step: epochs between reductions")
+      ("lr-gamma", po::value(&c.lr_gamma)->default_value(0.1f), "step, plateau: reduction factor")
+      ("lr-min", po::value(&c.lr_min)->default_value(0.0f),
+       "cosine: final learning rate; plateau: lower bound")
+      ("lr-warmup", po::value(&c.lr_warmup)->default_value(0),
+       "linear warm-up over the first N epochs (any schedule)")
+      ("lr-patience", po::value(&c.lr_patience)->default_value(10),
+       "plateau: epochs without improvement before a reduction");
   po::options_description comm_opts("Halo exchange");
   comm_opts.add_options()
       ("codec", po::value(&c.codec)->default_value("fp32"),
@@ -133,7 +171,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("emulate-link", po::value(&c.emulate_link),
        "GBPS[,LATENCY_US]: emulate a cluster link of this bandwidth and latency");
   po::options_description all;
-  all.add(general).add(model_opts).add(comm_opts).add(ckpt_opts);
+  all.add(general).add(model_opts).add(protocol_opts).add(comm_opts).add(ckpt_opts);
 
   po::variables_map vm;
   try {
@@ -159,6 +197,10 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.model = parse_model_kind(model);
   c.optimizer = parse_optimizer_kind(optimizer);
   c.exchange = parse_exchange_mode(exchange);
+  c.select_by = parse_select_by(select_by);
+  c.lr_schedule = parse_lr_schedule(lr_schedule);
+  c.metric = parse_metric(metric);
+  c.restore_best = !no_restore_best;
   c.halo_rows = parse_halo_rows(halo_rows);
   c.refresh_by = parse_refresh_by(refresh_by);
   if (vm.count("staleness-bound")) {

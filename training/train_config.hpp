@@ -8,6 +8,7 @@
 
 #include "comm/exchange_policy.hpp"
 #include "core/json.hpp"
+#include "models/activation.hpp"
 #include "models/layer.hpp"
 
 namespace halognn {
@@ -18,6 +19,19 @@ enum class OptimizerKind { adam, sgd };
 /// (docs/semantic_groups.md; needs a partition built with --groups semantic).
 enum class HaloRows { plain, semantic };
 
+/// Which validation quantity makes an evaluation the best so far (model selection, early stopping
+/// and the plateau schedule): the score (strictly higher), the loss (strictly lower), or both
+/// (Velickovic et al.'s rule: training goes on while either improves, ties included, and the
+/// kept model is the last one that improved both); training/model_selection.hpp has the details.
+enum class SelectBy { score, loss, both };
+
+/// The learning rate per epoch (training/lr_schedule.hpp).
+enum class LrScheduleKind { constant, step, cosine, plateau };
+
+/// What the per-split score is: accuracy (single-label), F1-micro (multi-label), or the ROC AUC
+/// of a binary task; `automatic` picks accuracy or F1-micro from the data.
+enum class MetricKind { automatic, accuracy, f1_micro, roc_auc };
+
 struct TrainConfig {
   std::string partition_dir;
   std::string device = "auto";     ///< cpu | cuda | auto
@@ -25,16 +39,39 @@ struct TrainConfig {
   ModelKind model = ModelKind::gcn;
   int layers = 2;
   std::int64_t hidden = 16;
-  int heads = 1;               ///< GAT attention heads (hidden layers concatenate, the last averages)
+  int heads = 1;               ///< GAT attention heads of hidden layers (concatenated)
+  int output_heads = 1;        ///< GAT attention heads of the last layer (averaged)
+  float attention_dropout = 0.0f;  ///< GAT: dropout of attention coefficients in training
+  float value_dropout = 0.0f;      ///< GAT: dropout of the aggregated values z = x W in training
+  /// Between layers: "relu", "elu", or "auto" (ELU for GAT as published, ReLU otherwise).
+  std::string activation = "auto";
+  float gin_eps = 0.0f;        ///< GIN: a node's own row weighs 1 + eps
+  bool train_eps = false;      ///< GIN: eps is a trained parameter (GIN-eps), gin_eps its start
   int epochs = 200;
   float lr = 0.01f;
   float weight_decay = 5e-4f;
-  bool decay_biases = false;   ///< Kipf & Welling decay the first layer's weights only; we decay all weights
+  bool decay_biases = false;   ///< biases (and GIN's eps) are not decayed unless this is set
+  /// Decay the first layer's parameters only (Kipf & Welling's GCN, Shchur et al.'s GCN and SAGE).
+  bool decay_first_layer_only = false;
   OptimizerKind optimizer = OptimizerKind::adam;
   float momentum = 0.0f;       ///< SGD only
   float dropout = 0.5f;
   std::uint64_t seed = 1;
   int eval_every = 1;
+  MetricKind metric = MetricKind::automatic;
+
+  // Training protocol (docs/training.md "Early stopping, model selection, schedules").
+  /// Stop when the selected validation quantity has not improved for this many epochs (0: off).
+  int patience = 0;
+  SelectBy select_by = SelectBy::score;
+  /// After training, load the parameters of the best evaluation and evaluate them once more.
+  bool restore_best = true;
+  LrScheduleKind lr_schedule = LrScheduleKind::constant;
+  int lr_step = 0;             ///< step: multiply by lr_gamma every lr_step epochs
+  float lr_gamma = 0.1f;       ///< step, plateau: the factor
+  float lr_min = 0.0f;         ///< cosine: the final rate; plateau: the floor
+  int lr_warmup = 0;           ///< linear warm-up from lr/lr_warmup over the first epochs
+  int lr_patience = 10;        ///< plateau: epochs without improvement before a reduction
   bool row_normalize_features = false;
   /// Layer 0 reads the features as CSR when fewer than 10% of a rank's entries are non-zero
   /// (bag-of-words data; same results up to float summation order); false forces the dense path.
@@ -96,6 +133,8 @@ struct TrainConfig {
   static constexpr double kMaxLinkLatencyUs = 1e7;  ///< 10 s
   static constexpr double kMaxCommTimeoutS = 7 * 24 * 3600.0;
   Json to_json() const;
+  /// The activation between layers with "auto" resolved for the model.
+  Activation resolved_activation() const;
 };
 
 const char* to_string(ModelKind k);
@@ -103,5 +142,11 @@ const char* to_string(OptimizerKind k);
 const char* to_string(HaloRows r);
 HaloRows parse_halo_rows(const std::string& s);
 OptimizerKind parse_optimizer_kind(const std::string& s);
+const char* to_string(SelectBy s);
+const char* to_string(LrScheduleKind k);
+const char* to_string(MetricKind m);
+SelectBy parse_select_by(const std::string& s);
+LrScheduleKind parse_lr_schedule(const std::string& s);
+MetricKind parse_metric(const std::string& s);
 
 }  // namespace halognn

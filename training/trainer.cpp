@@ -8,6 +8,9 @@
 
 #include "core/error.hpp"
 #include "core/kernels/kernels.hpp"
+#include "training/lr_schedule.hpp"
+#include "training/model_selection.hpp"
+#include "training/roc_auc.hpp"
 
 namespace halognn {
 namespace {
@@ -45,10 +48,22 @@ double nonzero_fraction(const Matrix& m) {
 }  // namespace
 
 Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transport, DevicePtr dev)
-    : cfg_(cfg), part_(std::move(part)), transport_(transport), dev_(std::move(dev)) {
+    : cfg_(cfg), part_(std::move(part)), transport_(transport), dev_(std::move(dev)),
+      selection_(cfg.select_by, cfg.patience), schedule_(cfg) {
   cfg_.validate();
   GNN_CHECK_CONFIG(part_.num_classes >= 1, "the partition has no classes");
   GNN_CHECK_CONFIG(part_.global_train > 0, "the partition has no training nodes");
+  activation_ = cfg_.resolved_activation();
+  metric_ = cfg_.metric;
+  if (metric_ == MetricKind::automatic)
+    metric_ = part_.multilabel ? MetricKind::f1_micro : MetricKind::accuracy;
+  GNN_CHECK_CONFIG(metric_ != MetricKind::f1_micro || part_.multilabel,
+                   "--metric f1-micro needs multi-label data (use accuracy)");
+  GNN_CHECK_CONFIG(metric_ != MetricKind::accuracy || !part_.multilabel,
+                   "--metric accuracy needs single-label data (use f1-micro)");
+  GNN_CHECK_CONFIG(metric_ != MetricKind::roc_auc || (!part_.multilabel && part_.num_classes == 2),
+                   "--metric roc-auc needs a binary single-label task (this one has ",
+                   part_.num_classes, part_.multilabel ? " labels" : " classes", ")");
 
   graph_ = LocalGraph::build(part_, dev_);
   plain_plan_ = std::make_shared<const HaloPlan>(HaloPlan::build(part_, dev_));
@@ -74,7 +89,8 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   }
 
   // Layer stack: hidden layers of width `hidden` (GAT: heads * hidden, concatenated), the last
-  // layer maps to the classes (GAT: one head).
+  // layer maps to the classes (GAT: output_heads heads, averaged; GIN: through an MLP of width
+  // `hidden`).
   std::int64_t in = part_.features.cols();
   for (int l = 0; l < cfg_.layers; ++l) {
     const bool last = l + 1 == cfg_.layers;
@@ -82,15 +98,18 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     lc.kind = cfg_.model;
     lc.in_dim = in;
     lc.out_dim = last ? part_.num_classes : cfg_.hidden;
-    lc.heads = (cfg_.model == ModelKind::gat && !last) ? cfg_.heads : 1;
+    if (cfg_.model == ModelKind::gat) lc.heads = last ? cfg_.output_heads : cfg_.heads;
     lc.concat_heads = !last;
+    lc.attention_dropout = cfg_.attention_dropout;
+    lc.value_dropout = cfg_.value_dropout;
+    lc.mlp_hidden = cfg_.hidden;
+    lc.eps = cfg_.gin_eps;
+    lc.train_eps = cfg_.train_eps;
     layers_.push_back(make_layer(lc, cfg_.seed, l));
     layers_.back()->prepare(graph_);
     in = layers_.back()->out_dim();
   }
-  std::vector<Parameter*> params;
-  for (auto& layer : layers_)
-    for (Parameter* p : layer->parameters()) params.push_back(p);
+  const std::vector<Parameter*> params = parameters();
   OptimizerConfig oc;
   oc.kind = cfg_.optimizer == OptimizerKind::adam ? OptimizerConfig::Kind::adam
                                                    : OptimizerConfig::Kind::sgd;
@@ -99,6 +118,9 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   oc.decay_biases = cfg_.decay_biases;
   oc.momentum = cfg_.momentum;
   optimizer_ = make_optimizer(oc, params, dev_);
+  if (cfg_.decay_first_layer_only)
+    for (std::size_t l = 1; l < layers_.size(); ++l)
+      for (const Parameter* p : layers_[l]->parameters()) optimizer_->set_weight_decay(p, 0.0f);
 
   // Sparse layer-0 input (bag-of-words features): decided per rank from its owned rows (the
   // paths agree up to float summation order, so ranks need not agree); the CSR is built after the
@@ -134,6 +156,7 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   labels_ = Buffer<std::int32_t>::from_host(part_.labels, dev_);
   label_matrix_ = Buffer<std::uint8_t>::from_host(part_.label_matrix, dev_);
   train_mask_ = Buffer<std::uint8_t>::from_host(part_.train_mask, dev_);
+  val_mask_ = Buffer<std::uint8_t>::from_host(part_.val_mask, dev_);
 
   // Layer-0 input: owned features, then the halo features, exchanged once.
   if (cfg_.row_normalize_features) row_normalize(part_.features);
@@ -201,7 +224,7 @@ void Trainer::forward(std::int64_t epoch, bool training) {
     const bool last = l + 1 == cfg_.layers;
     DenseView y = last ? logits_.view() : x_[l + 1].view().rows_range(0, n_own);
     layers_[l]->forward(graph_, in, y, ctx);
-    if (!last) kernels::relu_forward(*dev_, y, y);
+    if (!last) activation_forward(*dev_, activation_, y);
     policy_->poll();
   }
 }
@@ -237,9 +260,9 @@ void Trainer::backward(std::int64_t epoch) {
       kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, gx, gx);
     }
     policy_->backward(l, gx);
-    // Through the ReLU of layer l-1, whose output is the owned part of x_l.
+    // Through the activation of layer l-1, whose output is the owned part of x_l.
     DenseView g_own = gx.rows_range(0, n_own);
-    kernels::relu_backward(*dev_, x_[l].view().rows_range(0, n_own), g_own, g_own);
+    activation_backward(*dev_, activation_, x_[l].view().rows_range(0, n_own), g_own);
     policy_->poll();
   }
 }
@@ -304,6 +327,73 @@ std::uint64_t Trainer::global_bytes(std::uint64_t local) const {
   return static_cast<std::uint64_t>(v);
 }
 
+std::vector<Parameter*> Trainer::parameters() const {
+  std::vector<Parameter*> params;
+  for (const auto& layer : layers_)
+    for (Parameter* p : layer->parameters()) params.push_back(p);
+  return params;
+}
+
+SplitScores Trainer::scores(bool eval_all) {
+  if (metric_ == MetricKind::roc_auc) return roc_auc_scores(eval_all);
+  auto c = score_counts(eval_all);
+  transport_.all_reduce_sum(c.data(), c.size());
+  return scores_from_counts(c, part_.multilabel);
+}
+
+SplitScores Trainer::roc_auc_scores(bool eval_all) {
+  // Node v's score (logit 1 - logit 0, monotone in the softmax probability of class 1) and code
+  // (1 + 2 * split + label; 0 = in no scored split) land at global id v on the rank that owns
+  // it and are zero elsewhere, so the sums over ranks are exact copies.
+  const std::int64_t n = part_.global_num_nodes;
+  std::vector<double> score(static_cast<std::size_t>(n), 0.0);
+  std::vector<std::int64_t> code(static_cast<std::size_t>(n), 0);
+  const std::vector<float> logits = logits_.to_host();
+  const std::vector<std::uint8_t>* masks[3] = {&part_.train_mask, &part_.val_mask, &part_.test_mask};
+  for (int s = 0; s < (eval_all ? 3 : 1); ++s) {
+    for (LocalId i = 0; i < part_.num_owned; ++i) {
+      if (!(*masks[s])[i] || part_.labels[i] < 0) continue;
+      const GlobalId v = part_.global_ids[i];
+      score[v] = static_cast<double>(logits[2 * i + 1]) - static_cast<double>(logits[2 * i]);
+      code[v] = 1 + 2 * s + part_.labels[i];
+    }
+  }
+  transport_.all_reduce_sum(score.data(), score.size());
+  transport_.all_reduce_sum(code.data(), code.size());
+  const Rank np = transport_.size();
+  if (np > 1)
+    metric_bytes_ += static_cast<std::uint64_t>(2.0 * (np - 1) / np * n *
+                                                (sizeof(double) + sizeof(std::int64_t)));
+  SplitScores out;
+  double* dst[3] = {&out.train, &out.val, &out.test};
+  for (int s = 0; s < (eval_all ? 3 : 1); ++s) {
+    std::vector<double> sc;
+    std::vector<std::uint8_t> pos;
+    for (std::int64_t v = 0; v < n; ++v) {
+      if (code[v] == 0 || (code[v] - 1) / 2 != s) continue;
+      sc.push_back(score[v]);
+      pos.push_back(static_cast<std::uint8_t>((code[v] - 1) % 2));
+    }
+    *dst[s] = binary_roc_auc(sc, pos);
+  }
+  return out;
+}
+
+double Trainer::validation_loss() {
+  // glogits_ is free outside the training step: the gradient written here is not used.
+  const float scale = 1.0f;
+  double local = 0;
+  if (part_.multilabel) {
+    local = kernels::sigmoid_bce(*dev_, logits_.view(), label_matrix_.data(), val_mask_.data(),
+                                 scale, glogits_.view());
+  } else {
+    local = kernels::softmax_cross_entropy(*dev_, logits_.view(), labels_.data(), val_mask_.data(),
+                                           scale, glogits_.view());
+  }
+  transport_.all_reduce_sum(&local, 1);
+  return part_.global_val > 0 ? local / static_cast<double>(part_.global_val) : 0.0;
+}
+
 std::pair<std::int64_t, std::int64_t> Trainer::rows_per_exchange() {
   ensure_link_rows();
   const auto k = static_cast<std::size_t>(transport_.size());
@@ -362,9 +452,9 @@ Json Trainer::link_metrics() {
 SplitScores Trainer::evaluate(std::int64_t epoch) {
   exchange_features_once();
   forward(epoch, /*training=*/false);
-  auto c = score_counts(true);
-  transport_.all_reduce_sum(c.data(), c.size());
-  return scores_from_counts(c, part_.multilabel);
+  SplitScores s = scores(true);
+  s.val_loss = validation_loss();
+  return s;
 }
 
 EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
@@ -388,14 +478,12 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   dev_->synchronize();
   const double step_s = seconds_since(t0);
 
-  {
-    auto c = score_counts(false);
-    transport_.all_reduce_sum(c.data(), c.size());
-    m.train_score = scores_from_counts(c, part_.multilabel).train;
-  }
+  m.lr = optimizer_->lr();
+  metric_bytes_ = 0;
+  m.train_score = scores(false).train;
   const double comm_s = exchange_->wait_seconds() + allreduce_s_;
   const double codec_s = exchange_->codec_seconds();
-  const std::uint64_t train_bytes = traffic_.total().total() + allreduce_bytes_;
+  const std::uint64_t train_bytes = traffic_.total().total() + allreduce_bytes_ + metric_bytes_;
   // Per layer and direction, summed over ranks (collective).
   m.traffic = traffic_.sum_over_ranks(transport_).to_json();
   m.links = link_metrics();
@@ -403,8 +491,9 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   // Evaluation traffic is real traffic, but it is not part of the training step: count it apart.
   if (evaluate_now) {
     traffic_.reset();
+    metric_bytes_ = 0;
     m.eval = evaluate(epoch);
-    m.eval_bytes_sent = global_bytes(traffic_.total().total());
+    m.eval_bytes_sent = global_bytes(traffic_.total().total() + metric_bytes_);
   }
 
   double t[4] = {step_s, step_s - comm_s - codec_s, comm_s, codec_s};
@@ -433,6 +522,12 @@ void TrainerState::save(StateWriter& w) const {
   tw.put_double("test_at_best_val", test_at_best_val);
   tw.put_int("bytes_sent", static_cast<std::int64_t>(bytes_sent));
   tw.put_double("train_s", train_s);
+  tw.put_double("best_val_loss", best_val_loss);
+  tw.put_int("final_epoch", final_epoch);
+  tw.put_double("final_train", final_scores.train);
+  tw.put_double("final_val", final_scores.val);
+  tw.put_double("final_test", final_scores.test);
+  tw.put_double("final_val_loss", final_scores.val_loss);
 }
 
 void TrainerState::load(const StateReader& r) {
@@ -444,6 +539,12 @@ void TrainerState::load(const StateReader& r) {
   test_at_best_val = t.get_double("test_at_best_val");
   bytes_sent = static_cast<std::uint64_t>(t.get_int("bytes_sent"));
   train_s = t.get_double("train_s");
+  best_val_loss = t.get_double("best_val_loss");
+  final_epoch = static_cast<int>(t.get_int("final_epoch"));
+  final_scores.train = t.get_double("final_train");
+  final_scores.val = t.get_double("final_val");
+  final_scores.test = t.get_double("final_test");
+  final_scores.val_loss = t.get_double("final_val_loss");
 }
 
 void Trainer::save_parameters(StateWriter& w) const {
@@ -464,6 +565,10 @@ void Trainer::save_state(StateWriter& w) {
   StateWriter pol = w.sub("policy");
   policy_->save_state(pol);
   state_.save(w);
+  StateWriter protocol = w.sub("protocol");
+  selection_.save(protocol);
+  schedule_.save(protocol);
+  best_.save_state(protocol, parameters());
 }
 
 void Trainer::load_state(const StateReader& r) {
@@ -471,6 +576,10 @@ void Trainer::load_state(const StateReader& r) {
   optimizer_->load_state(r.sub("optimizer"));
   policy_->load_state(r.sub("policy"));
   state_.load(r);
+  const StateReader protocol = r.sub("protocol");
+  selection_.load(protocol);
+  schedule_.load(protocol);
+  best_.load_state(protocol, parameters());
 }
 
 FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epoch,
@@ -482,15 +591,32 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
   f.feature_exchange_codec = (features_exchange_ ? *features_exchange_ : *exchange_)
                                  .codec(0, Direction::forward)
                                  .name();
+  // The protocol (docs/training.md): the schedule sets each epoch's rate, every evaluation goes
+  // through model selection (the best one's parameters are kept when they will be restored),
+  // and patience ends training early. All decisions use all-reduced values: every rank agrees.
+  // Their state lives in the trainer, so a checkpoint carries it and a resumed run continues
+  // exactly where the interrupted one was.
+  const std::vector<Parameter*> params = parameters();
   const double resumed_s = state_.train_s;
   for (std::int64_t e = state_.next_epoch; e < cfg_.epochs; ++e) {
+    optimizer_->set_lr(schedule_.lr(e));
     const bool eval_now = (e + 1) % cfg_.eval_every == 0 || e + 1 == cfg_.epochs;
     EpochMetrics m = run_epoch(e, eval_now);
     state_.bytes_sent += m.bytes_sent + m.eval_bytes_sent;
-    if (m.eval && (state_.best_epoch < 0 || m.eval->val > state_.best_val)) {
-      state_.best_epoch = static_cast<int>(e);
-      state_.best_val = m.eval->val;
-      state_.test_at_best_val = m.eval->test;
+    bool stop = false;
+    if (m.eval) {
+      const ModelSelection::Verdict verdict = selection_.update(e, m.eval->val, m.eval->val_loss);
+      if (verdict.best) {
+        state_.best_epoch = static_cast<int>(e);
+        state_.best_val = m.eval->val;
+        state_.best_val_loss = m.eval->val_loss;
+        state_.test_at_best_val = m.eval->test;
+        if (cfg_.restore_best) best_.save(params);
+      }
+      schedule_.on_evaluation(e, verdict.progress);
+      state_.final_scores = *m.eval;
+      state_.final_epoch = static_cast<int>(e);
+      stop = selection_.should_stop(e);
     }
     state_.next_epoch = e + 1;
     state_.train_s = resumed_s + seconds_since(t0);
@@ -504,12 +630,31 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
                                  " (try a smaller --lr than " + lr + ")");
     }
     if (after_epoch) after_epoch(e);
+    if (stop) {
+      f.early_stopped = e + 1 < cfg_.epochs;
+      break;
+    }
   }
   policy_->finish();
+  f.epochs_run = static_cast<int>(state_.next_epoch);
   f.best_epoch = state_.best_epoch;
   f.best_val = state_.best_val;
+  f.best_val_loss = state_.best_val_loss;
   f.test_at_best_val = state_.test_at_best_val;
+  f.final_scores = state_.final_scores;
+  f.final_epoch = state_.final_epoch;
   f.total_bytes_sent = feature_exchange_bytes_ + state_.bytes_sent;
+  if (cfg_.restore_best && !best_.empty()) {
+    // Evaluated with the best epoch's key, so stochastic codecs draw what they drew then: the
+    // scores equal that evaluation's (tested), now measured on the restored parameters.
+    best_.restore(params);
+    traffic_.reset();
+    metric_bytes_ = 0;
+    f.final_scores = evaluate(f.best_epoch);
+    f.total_bytes_sent += global_bytes(traffic_.total().total() + metric_bytes_);
+    f.final_epoch = f.best_epoch;
+    f.restored = true;
+  }
   f.total_s = resumed_s + seconds_since(t0);
   double t = f.total_s;
   transport_.all_reduce_max(&t, 1);

@@ -24,10 +24,13 @@
 #include "core/data/state_io.hpp"
 #include "compress/codec_plan.hpp"
 #include "core/json.hpp"
+#include "models/activation.hpp"
 #include "models/layer.hpp"
 #include "models/local_graph.hpp"
 #include "models/optimizer.hpp"
+#include "training/lr_schedule.hpp"
 #include "training/metrics.hpp"
+#include "training/model_selection.hpp"
 #include "training/train_config.hpp"
 #include "partition/local_partition.hpp"
 
@@ -55,6 +58,9 @@ struct TrainerState {
   double best_val = 0, test_at_best_val = 0;
   std::uint64_t bytes_sent = 0;         ///< training and evaluation bytes of the epochs finished
   double train_s = 0;                   ///< wall time of run() spent in the epochs finished
+  double best_val_loss = 0;             ///< validation loss at best_epoch
+  SplitScores final_scores;             ///< the last evaluation
+  int final_epoch = -1;                 ///< its epoch
 
   /// Under "trainer/" (checkpoints).
   void save(StateWriter& w) const;
@@ -94,6 +100,12 @@ class Trainer {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const TrafficCounter& traffic() const { return traffic_; }
   bool multilabel() const { return part_.multilabel; }
+  /// The per-split score (TrainConfig::metric with "auto" resolved for the data).
+  MetricKind metric() const { return metric_; }
+  /// Every layer's parameters, in layer order.
+  std::vector<Parameter*> parameters() const;
+  /// The optimiser (its learning rate is set per epoch by run()).
+  Optimizer& optimizer() { return *optimizer_; }
   const ExchangePolicy& policy() const { return *policy_; }
   /// Halo rows one exchange of a layer >= 1 moves over all links: plain rows, and the rows this
   /// run sends (group rows with --halo-rows semantic). Collective.
@@ -108,14 +120,23 @@ class Trainer {
   double loss_and_grad();
   void backward(std::int64_t epoch);
   void all_reduce_gradients();
+  /// Scores of the logits in logits_: the training split only, or all three (collective).
+  SplitScores scores(bool eval_all);
   std::array<std::int64_t, 9> score_counts(bool eval_all) const;
   static SplitScores scores_from_counts(const std::array<std::int64_t, 9>& c, bool multilabel);
+  /// ROC AUC per split: every rank's scores (logit 1 - logit 0) and labels, written at their
+  /// global node ids into zeroed arrays and summed over ranks, so every rank ranks all nodes.
+  SplitScores roc_auc_scores(bool eval_all);
+  /// Mean loss of logits_ over the validation nodes of all ranks (collective).
+  double validation_loss();
   std::uint64_t global_bytes(std::uint64_t local) const;
   /// The per-link report of this epoch's training traffic (collective).
   Json link_metrics();
   void ensure_link_rows();
 
   TrainConfig cfg_;
+  Activation activation_ = Activation::relu;
+  MetricKind metric_ = MetricKind::accuracy;
   LocalPartition part_;
   Transport& transport_;
   DevicePtr dev_;
@@ -137,7 +158,7 @@ class Trainer {
   std::vector<Matrix> gx_;   ///< gradients w.r.t. layer inputs
   Matrix logits_, glogits_;
   Buffer<std::int32_t> labels_;
-  Buffer<std::uint8_t> label_matrix_, train_mask_;
+  Buffer<std::uint8_t> label_matrix_, train_mask_, val_mask_;
   bool sparse_input_ = false;
   CsrMatrix x0_csr_;         ///< sparse mode: x_[0] (all local rows) as CSR, after the exchange
   Buffer<float> x0_dropped_; ///< sparse mode: x0_csr_'s values after this epoch's dropout
@@ -145,9 +166,13 @@ class Trainer {
   std::uint64_t feature_exchange_bytes_ = 0;
   double allreduce_s_ = 0;
   std::uint64_t allreduce_bytes_ = 0;
+  std::uint64_t metric_bytes_ = 0;  ///< all-reduce volume of ROC AUC inputs since the last reset
   /// [0, K²): plain rows per exchange of link p -> q at p * K + q; [K², 2K²): rows sent.
   std::vector<std::int64_t> link_rows_;
   TrainerState state_;
+  ModelSelection selection_;  ///< best evaluation and patience (docs/training.md, protocol)
+  LrSchedule schedule_;       ///< the learning rate per epoch
+  ParameterSnapshot best_;    ///< the best evaluation's parameters (--restore-best)
 };
 
 }  // namespace halognn

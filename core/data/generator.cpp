@@ -23,6 +23,7 @@ enum Stream : std::uint64_t {
   stream_class_mean = 4,
   stream_noise = 5,
   stream_split = 6,
+  stream_overlap = 7,
 };
 
 /// Walker/Vose alias table: O(1) draws from a discrete distribution.
@@ -102,6 +103,8 @@ void check_config(const SbmConfig& c) {
   GNN_CHECK_CONFIG(c.max_degree_fraction > 0 && c.max_degree_fraction <= 1,
                    "generator: --max-degree-fraction must be in (0, 1]");
   GNN_CHECK_CONFIG(c.feature_noise >= 0, "generator: --noise must be non-negative");
+  GNN_CHECK_CONFIG(c.class_overlap >= 0 && c.class_overlap <= 1,
+                   "generator: --class-overlap must be in [0, 1] (got ", c.class_overlap, ")");
   GNN_CHECK_CONFIG(c.train_fraction >= 0 && c.val_fraction >= 0 &&
                        c.train_fraction + c.val_fraction <= 1,
                    "generator: split fractions must be non-negative and sum to at most 1");
@@ -208,7 +211,8 @@ Dataset generate_sbm(const SbmConfig& cfg) {
     else if (cu == cv) ++intra;
   }
 
-  // 4. Features: a standard-normal mean per class plus Gaussian noise per node.
+  // 4. Features: a standard-normal mean per class plus Gaussian noise per node. With probability
+  // class_overlap the mean is another class's (uniform over the other C-1).
   const std::int64_t f = cfg.num_features;
   std::vector<float> means(static_cast<std::size_t>(num_classes * f));
   {
@@ -216,15 +220,24 @@ Dataset generate_sbm(const SbmConfig& cfg) {
     for (std::int32_t c = 0; c < num_classes; ++c) normals(rm, c, means.data() + c * f, f);
   }
   ds.features = Matrix(n, f);
+  std::int64_t borrowed = 0;
   {
-    const CounterRng rn = key(stream_noise);
+    const CounterRng rn = key(stream_noise), ro = key(stream_overlap);
     float* x = ds.features.data();
     const auto sigma = static_cast<float>(cfg.feature_noise);
-#pragma omp parallel for schedule(static)
+    const auto overlap_threshold = static_cast<std::uint64_t>(
+        std::min(cfg.class_overlap * 4294967296.0, 4294967296.0));
+#pragma omp parallel for schedule(static) reduction(+ : borrowed)
     for (GlobalId v = 0; v < n; ++v) {
       float* row = x + v * f;
       normals(rn, v, row, f);
-      const float* mu = means.data() + ds.labels[v] * f;
+      std::int32_t c = ds.labels[v];
+      if (num_classes > 1 && ro.word(v, 0) < overlap_threshold) {
+        const auto shift = (static_cast<std::uint64_t>(ro.word(v, 1)) * (num_classes - 1)) >> 32;
+        c = static_cast<std::int32_t>((c + 1 + static_cast<std::int64_t>(shift)) % num_classes);
+        ++borrowed;
+      }
+      const float* mu = means.data() + c * f;
       for (std::int64_t k = 0; k < f; ++k) row[k] = mu[k] + sigma * row[k];
     }
   }
@@ -256,6 +269,7 @@ Dataset generate_sbm(const SbmConfig& cfg) {
   config["power_law_exponent"] = cfg.power_law_exponent;
   config["max_degree_fraction"] = cfg.max_degree_fraction;
   config["feature_noise"] = cfg.feature_noise;
+  config["class_overlap"] = cfg.class_overlap;
   config["train_fraction"] = cfg.train_fraction;
   config["val_fraction"] = cfg.val_fraction;
   config["seed"] = static_cast<std::int64_t>(cfg.seed);
@@ -267,6 +281,8 @@ Dataset generate_sbm(const SbmConfig& cfg) {
   ds.meta["measured_homophily"] =
       non_loop > 0 ? static_cast<double>(intra) / static_cast<double>(non_loop) : 0.0;
   ds.meta["self_loops_generated"] = loops;
+  // Nodes whose features were drawn around another class's mean (class_overlap).
+  ds.meta["borrowed_feature_means"] = borrowed;
   ds.meta["propensity_cap"] = cap;
   Json split = Json::object();
   split["kind"] = "random-fraction";

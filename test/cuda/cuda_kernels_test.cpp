@@ -151,6 +151,13 @@ TEST_F(CudaKernels, ElementwiseKernelsMatchReference) {
   both("relu_backward", 0, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
     kernels::relu_backward(d, in, out, out);  // gx aliases gy
   });
+  // expm1f and std::expm1 may differ in the last bit.
+  both("elu_forward", 1e-6, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
+    kernels::elu_forward(d, in, out);
+  });
+  both("elu_backward", 1e-6, [](const Device& d, ConstDenseView in, DenseView out, const float*, const float*) {
+    kernels::elu_backward(d, in, out, out);  // gx aliases gy
+  });
   // axpby with beta == 0 ignores NaN in y.
   std::vector<float> nan(static_cast<std::size_t>(r * c), std::nanf(""));
   Matrix yg(r, c, gpu);
@@ -327,6 +334,7 @@ TEST_F(CudaKernels, HeadKernelsMatchReference) {
 TEST_F(CudaKernels, GatAggregateAndBackwardMatchReferenceIncludingEmptyRows) {
   for (const std::int32_t heads : {1, 4}) {
     for (const bool multiplicity : {false, true}) {
+     for (const bool dropped : {false, true}) {
       const std::int64_t rows = 67, cols = 80, f = 6;  // some rows empty (per_row hash can be 0)
       const test::HostCsr h = random_csr(rows, cols, 45, multiplicity, 90 + heads);
       const test::HostTranspose ht = test::transpose(h);
@@ -338,24 +346,36 @@ TEST_F(CudaKernels, GatAggregateAndBackwardMatchReferenceIncludingEmptyRows) {
       const Matrix zg = up(z), sdg = up(sd), ssg = up(ss), gyg = up(gy);
       const auto nnz = static_cast<std::int64_t>(h.col.size());
       Matrix alpha(nnz, heads), alphag(nnz, heads, gpu), y(rows, heads * f), yg(rows, heads * f, gpu);
+      // Attention dropout: the masks must be identical bit for bit (ids as global node ids).
+      Matrix mask(nnz, heads), maskg(nnz, heads, gpu);
+      std::vector<GlobalId> ids(static_cast<std::size_t>(cols));
+      for (std::int64_t i = 0; i < cols; ++i) ids[i] = 1000 + 7 * i;
+      const auto idsg = up(ids);
+      const RngKey key{5, RngPurpose::attention_dropout, 2, 1};
+      kernels::edge_dropout_mask(*cpu, key, ids.data(), 0.4f, a.view(), heads, mask.data());
+      kernels::edge_dropout_mask(*gpu, key, idsg.data(), 0.4f, ag.view(), heads, maskg.data());
+      expect_equal(maskg.to_host(), mask.to_host(), "edge_dropout_mask");
+      const float* drop = dropped ? mask.data() : nullptr;
+      const float* dropg = dropped ? maskg.data() : nullptr;
       kernels::gat_aggregate(*cpu, a.view(), z.view(), sd.data(), ss.data(), heads, 0.2f,
-                             alpha.data(), y.view());
+                             alpha.data(), drop, y.view());
       kernels::gat_aggregate(*gpu, ag.view(), zg.view(), sdg.data(), ssg.data(), heads, 0.2f,
-                             alphag.data(), yg.view());
+                             alphag.data(), dropg, yg.view());
       expect_close(alphag.to_host(), alpha.to_host(), 1e-5, "gat alpha");
       expect_close(yg.to_host(), y.to_host(), 1e-5, "gat y");
 
       Matrix eg(nnz, heads), egg(nnz, heads, gpu), gsd(rows, heads), gsdg(rows, heads, gpu),
           gss(cols, heads), gssg(cols, heads, gpu), gz(cols, heads * f), gzg(cols, heads * f, gpu);
       kernels::gat_aggregate_backward(*cpu, a.view(), at.view(), ht.t_to_a.data(), z.view(),
-                                      sd.data(), ss.data(), heads, 0.2f, alpha.data(), gy.view(),
-                                      eg.data(), gsd.data(), gss.data(), gz.view());
+                                      sd.data(), ss.data(), heads, 0.2f, alpha.data(), drop,
+                                      gy.view(), eg.data(), gsd.data(), gss.data(), gz.view());
       kernels::gat_aggregate_backward(*gpu, ag.view(), atg.view(), t2a.data(), zg.view(),
-                                      sdg.data(), ssg.data(), heads, 0.2f, alphag.data(),
+                                      sdg.data(), ssg.data(), heads, 0.2f, alphag.data(), dropg,
                                       gyg.view(), egg.data(), gsdg.data(), gssg.data(), gzg.view());
       expect_close(gsdg.to_host(), gsd.to_host(), 1e-5, "gat gs_dst");
       expect_close(gssg.to_host(), gss.to_host(), 1e-5, "gat gs_src");
       expect_close(gzg.to_host(), gz.to_host(), 1e-5, "gat gz");
+     }
     }
   }
 }

@@ -1,4 +1,4 @@
-// The degree-corrected SBM generator: determinism, sizes, and the homophily knob.
+// The degree-corrected SBM generator: determinism, sizes, the homophily and class-overlap knobs.
 #include <omp.h>
 
 #include <gtest/gtest.h>
@@ -78,15 +78,53 @@ TEST(SbmGenerator, MeasuredHomophilyFollowsTheKnob) {
 }
 
 TEST(SbmGenerator, FeaturesSeparateClassesMoreWithLessNoise) {
-  // With zero noise, every node's features equal its class mean.
+  // With zero noise and no class overlap, every node's features equal its class mean.
   SbmConfig c = small_config();
   c.feature_noise = 0.0;
+  c.class_overlap = 0.0;
   const Dataset ds = generate_sbm(c);
   for (GlobalId v = 1; v < 50; ++v) {
     if (ds.labels[v] != ds.labels[0]) continue;
     for (std::int64_t k = 0; k < c.num_features; ++k) {
       EXPECT_EQ(ds.features(v, k), ds.features(0, k));
     }
+  }
+}
+
+TEST(SbmGenerator, ClassOverlapGivesThatShareOfNodesAnotherClassMean) {
+  // Without noise a node's features are exactly one class mean: its own, or with probability
+  // class_overlap another class's (uniform over the others).
+  for (const double overlap : {0.0, 0.3, 1.0}) {
+    SbmConfig c = small_config();
+    c.feature_noise = 0.0;
+    c.class_overlap = overlap;
+    const Dataset ds = generate_sbm(c);
+    // The class means, from the same seed without overlap: same labels and means, and every
+    // node carries its own class's mean there.
+    SbmConfig plain = c;
+    plain.class_overlap = 0.0;
+    const Dataset ref = generate_sbm(plain);
+    std::vector<std::vector<float>> mean(c.num_classes);
+    for (GlobalId v = 0; v < ref.num_nodes; ++v) {
+      auto& m = mean[ref.labels[v]];
+      const float* r = ref.features.data() + v * c.num_features;  // const Dataset: host data
+      if (m.empty()) m.assign(r, r + c.num_features);
+    }
+    std::int64_t borrowed = 0;
+    for (GlobalId v = 0; v < ds.num_nodes; ++v) {
+      ASSERT_EQ(ds.labels[v], ref.labels[v]);
+      const float* f = ds.features.data() + v * c.num_features;
+      const std::vector<float> row(f, f + c.num_features);
+      int carried = -1;
+      for (int k = 0; k < c.num_classes; ++k)
+        if (row == mean[k]) carried = k;
+      ASSERT_GE(carried, 0) << "node " << v << " carries no class mean";
+      borrowed += carried != ds.labels[v];
+    }
+    EXPECT_EQ(borrowed, ds.meta.at("borrowed_feature_means").get<std::int64_t>());
+    EXPECT_NEAR(static_cast<double>(borrowed) / static_cast<double>(ds.num_nodes), overlap, 0.02)
+        << "class_overlap " << overlap;
+    EXPECT_EQ(ds.meta.at("config").at("class_overlap").get<double>(), overlap);
   }
 }
 
@@ -100,6 +138,11 @@ TEST(SbmGenerator, InvalidConfigurationsAreRejected) {
   c = small_config();
   c.train_fraction = 0.8;
   c.val_fraction = 0.3;
+  EXPECT_THROW(generate_sbm(c), ConfigError);
+  c = small_config();
+  c.class_overlap = -0.1;
+  EXPECT_THROW(generate_sbm(c), ConfigError);
+  c.class_overlap = 1.1;
   EXPECT_THROW(generate_sbm(c), ConfigError);
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/kernels/kernels.hpp"
 #include "test/kernels/kernel_test_util.hpp"
 
@@ -59,10 +60,11 @@ TEST(HeadKernels, DotMeanAndTheirBackwardMatchNaiveLoops) {
   }
 }
 
-/// The aggregation in double: returns y (rows x heads*f).
+/// The aggregation in double: returns y (rows x heads*f). `drop` (nnz x heads, empty: none)
+/// multiplies each coefficient after the softmax (attention dropout).
 std::vector<double> naive_gat(const test::HostCsr& a, const std::vector<double>& z,
                               const std::vector<double>& s_dst, const std::vector<double>& s_src,
-                              int heads, int f, double slope) {
+                              int heads, int f, double slope, const std::vector<float>& drop = {}) {
   const int width = heads * f;
   std::vector<double> y(static_cast<std::size_t>(a.rows * width), 0.0);
   for (std::int64_t v = 0; v < a.rows; ++v) {
@@ -76,7 +78,7 @@ std::vector<double> naive_gat(const test::HostCsr& a, const std::vector<double>&
         sum += w.back();
       }
       for (std::int32_t k = a.row_ptr[v]; k < a.row_ptr[v + 1]; ++k) {
-        const double c = w[k - a.row_ptr[v]] / sum;
+        const double c = w[k - a.row_ptr[v]] / sum * (drop.empty() ? 1.0 : drop[k * heads + h]);
         for (int j = 0; j < f; ++j) y[v * width + h * f + j] += c * z[a.col[k] * width + h * f + j];
       }
     }
@@ -108,10 +110,10 @@ Transposed transpose(const test::HostCsr& a) {
 
 std::vector<double> to_double(const Matrix& m) { return {m.host().begin(), m.host().end()}; }
 
-class GatAggregate : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+class GatAggregate : public ::testing::TestWithParam<std::tuple<int, bool, bool>> {};
 
 TEST_P(GatAggregate, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
-  const auto [heads, multiplicity] = GetParam();
+  const auto [heads, multiplicity, dropped] = GetParam();
   const int f = 3, rows = 12, cols = 17;
   const double slope = 0.2;
   const auto host = random_csr(rows, cols, 5, multiplicity, 21);  // row 0..: some are empty
@@ -120,10 +122,21 @@ TEST_P(GatAggregate, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
   const Matrix s_dst = random_matrix(rows, heads, 6), s_src = random_matrix(cols, heads, 7);
   Matrix y(rows, heads * f);
   std::vector<float> alpha(static_cast<std::size_t>(a.nnz() * heads));
+  // Attention dropout: a fixed mask (multipliers 0 or 1/(1-p)), so the function stays smooth.
+  std::vector<float> drop;
+  if (dropped) {
+    std::vector<GlobalId> ids(static_cast<std::size_t>(cols));
+    for (int i = 0; i < cols; ++i) ids[i] = 40 + 3 * i;
+    drop.resize(alpha.size());
+    kernels::edge_dropout_mask(cpu(), RngKey{3, RngPurpose::attention_dropout, 1, 0}, ids.data(),
+                               0.4f, a.view(), heads, drop.data());
+    ASSERT_NE(std::count(drop.begin(), drop.end(), 0.0f), 0) << "no coefficient dropped";
+  }
+  const float* dp = dropped ? drop.data() : nullptr;
   kernels::gat_aggregate(cpu(), a.view(), z.view(), s_dst.data(), s_src.data(), heads,
-                         static_cast<float>(slope), alpha.data(), y.view());
+                         static_cast<float>(slope), alpha.data(), dp, y.view());
   auto zd = to_double(z), sdd = to_double(s_dst), ssd = to_double(s_src);
-  expect_near_all(y.host(), naive_gat(host, zd, sdd, ssd, heads, f, slope), 1e-5);
+  expect_near_all(y.host(), naive_gat(host, zd, sdd, ssd, heads, f, slope, drop), 1e-5);
 
   // Backward of L = <y, r>. FD in double on the naive function with h = 1e-6: truncation
   // O(h^2) and rounding ~1e-16/1e-6 are both far below the float32 error of the kernel
@@ -135,11 +148,11 @@ TEST_P(GatAggregate, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
   std::vector<float> edge(alpha.size()), gs_dst(rows * heads), gs_src(cols * heads);
   Matrix gz(cols, heads * f);
   kernels::gat_aggregate_backward(cpu(), a.view(), at, t.to_a.data(), z.view(), s_dst.data(),
-                                  s_src.data(), heads, static_cast<float>(slope), alpha.data(),
+                                  s_src.data(), heads, static_cast<float>(slope), alpha.data(), dp,
                                   r.view(), edge.data(), gs_dst.data(), gs_src.data(), gz.view());
   auto objective = [&](const std::vector<double>& zz, const std::vector<double>& sd,
                        const std::vector<double>& ss) {
-    const auto yy = naive_gat(host, zz, sd, ss, heads, f, slope);
+    const auto yy = naive_gat(host, zz, sd, ss, heads, f, slope, drop);
     double l = 0.0;
     for (std::size_t i = 0; i < yy.size(); ++i) l += yy[i] * rd[i];
     return l;
@@ -161,8 +174,43 @@ TEST_P(GatAggregate, ForwardMatchesNaiveAndBackwardMatchesFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, GatAggregate,
-                         ::testing::Values(std::make_tuple(1, false), std::make_tuple(3, false),
-                                           std::make_tuple(2, true)));
+                         ::testing::Values(std::make_tuple(1, false, false),
+                                           std::make_tuple(3, false, false),
+                                           std::make_tuple(2, true, false),
+                                           std::make_tuple(3, false, true),
+                                           std::make_tuple(2, true, true)));
+
+TEST(EdgeDropoutMask, IsTheDocumentedDrawPerGlobalEdgeAndHead) {
+  const int heads = 3, rows = 30, cols = 45;
+  const float p = 0.3f;
+  const auto host = random_csr(rows, cols, 8, false, 33);
+  const CsrMatrix a = host.to_device();
+  std::vector<GlobalId> ids(static_cast<std::size_t>(cols));
+  for (int i = 0; i < cols; ++i) ids[i] = 5000 + 11 * i;
+  const RngKey key{7, RngPurpose::attention_dropout, 4, 2};
+  std::vector<float> mask(static_cast<std::size_t>(a.nnz() * heads));
+  kernels::edge_dropout_mask(cpu(), key, ids.data(), p, a.view(), heads, mask.data());
+  const CounterRng rng(key);
+  std::int64_t kept = 0;
+  for (std::int64_t v = 0; v < rows; ++v) {
+    for (std::int32_t k = host.row_ptr[v]; k < host.row_ptr[v + 1]; ++k) {
+      for (int h = 0; h < heads; ++h) {
+        const float u = rng.uniform(static_cast<std::uint64_t>(ids[v]),
+                                    static_cast<std::uint64_t>(ids[host.col[k]]) * heads + h);
+        const float want = u >= p ? 1.0f / (1.0f - p) : 0.0f;
+        EXPECT_EQ(mask[k * heads + h], want) << v << " " << k << " " << h;
+        kept += want != 0.0f;
+      }
+    }
+  }
+  // About 1 - p of the coefficients survive.
+  EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(mask.size()), 1.0 - p, 0.08);
+  // p = 0 keeps everything at scale 1; p outside [0, 1) is refused.
+  kernels::edge_dropout_mask(cpu(), key, ids.data(), 0.0f, a.view(), heads, mask.data());
+  for (float m : mask) EXPECT_EQ(m, 1.0f);
+  EXPECT_THROW(kernels::edge_dropout_mask(cpu(), key, ids.data(), 1.0f, a.view(), heads, mask.data()),
+               ConfigError);
+}
 
 }  // namespace
 }  // namespace halognn

@@ -152,6 +152,22 @@ TEST(Relu, ForwardAndBackwardWorkInPlace) {
   }
 }
 
+TEST(Elu, ForwardIsEluAndBackwardIsItsDerivativeThroughTheOutput) {
+  Matrix x = random_matrix(20, 7, 13);
+  for (float& v : x.host()) v *= 4.0f;  // reach well into the saturating part
+  const Matrix x0 = x.clone();
+  kernels::elu_forward(cpu(), x.view(), x.view());
+  Matrix g = random_matrix(20, 7, 14);
+  const Matrix g0 = g.clone();
+  kernels::elu_backward(cpu(), x.view(), g.view(), g.view());
+  for (std::size_t i = 0; i < static_cast<std::size_t>(x.size()); ++i) {
+    const double in = x0.host()[i];
+    EXPECT_NEAR(x.host()[i], in > 0 ? in : std::expm1(in), 1e-6 * (1 + std::abs(in)));
+    // d ELU / dx = 1 for x > 0, exp(x) otherwise.
+    EXPECT_NEAR(g.host()[i], g0.host()[i] * (in > 0 ? 1.0 : std::exp(in)), 1e-6);
+  }
+}
+
 TEST(Dropout, MaskIsTheDocumentedCounterRngDrawAndBackwardReusesIt) {
   const RngKey key{3, RngPurpose::dropout, 5, 1};
   const float p = 0.3f;

@@ -95,13 +95,32 @@ LayerConfig config(ModelKind kind, std::int64_t in, std::int64_t out, int heads,
   return c;
 }
 
+/// GAT with attention-coefficient and value dropout: the forward runs in training mode
+/// (ForwardContext{}), so the masks must be keyed by global ids for the parts to agree.
+LayerConfig gat_dropout(int heads, bool concat) {
+  LayerConfig c = config(ModelKind::gat, 6, 4, heads, concat);
+  c.attention_dropout = 0.5f;
+  c.value_dropout = 0.4f;
+  return c;
+}
+
+LayerConfig gin(std::int64_t in, std::int64_t out, float eps, bool train) {
+  LayerConfig c = config(ModelKind::gin, in, out, 1, true);
+  c.mlp_hidden = 6;
+  c.eps = eps;
+  c.train_eps = train;
+  return c;
+}
+
 INSTANTIATE_TEST_SUITE_P(Layers, PartitionedLayer,
                          ::testing::Values(config(ModelKind::gcn, 5, 8, 1, true),
                                            config(ModelKind::gcn, 8, 3, 1, true),
                                            config(ModelKind::sage, 5, 8, 1, true),
                                            config(ModelKind::sage, 8, 3, 1, true),
                                            config(ModelKind::gat, 6, 4, 3, true),
-                                           config(ModelKind::gat, 6, 4, 2, false)));
+                                           config(ModelKind::gat, 6, 4, 2, false),
+                                           gat_dropout(3, true), gat_dropout(2, false),
+                                           gin(5, 8, 0.0f, false), gin(8, 3, 0.5f, true)));
 
 }  // namespace
 }  // namespace halognn

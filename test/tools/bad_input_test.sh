@@ -106,8 +106,12 @@ expect_error "train: truncated rank file" "part-00000.bin" \
   "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_trunc" --epochs 1
 expect_error "train: unknown flag" "unrecognised\|unrecognized" \
   "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --bogus-flag 3
-expect_error "train: bad flag value" "unknown model .gin." \
-  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --model gin
+expect_error "train: bad flag value" "unknown model .gcnii." \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --model gcnii
+expect_error "train: option the model would ignore" "--attention-dropout applies to --model gat" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --model gcn --attention-dropout 0.5
+expect_error "train: ROC AUC of a 3-class task" "roc-auc needs a binary" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --metric roc-auc
 expect_error "train: bad codec" "q3" \
   "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --codec q3
 expect_error "train: missing config file" "$work/none.cfg" \
@@ -268,6 +272,9 @@ rm "$work/ds_dir/features.npy" && mkdir "$work/ds_dir/features.npy"
 expect_error "partition: a .npy path that is a directory" "features.npy: is a directory, not a file" \
   "$bin/halognn-partition" --data "$work/ds_dir" --parts 2 --out "$work/px"
 expect_error "data: unknown command" "frobnicate" "$bin/halognn-data" frobnicate
+expect_error "data: absurd generator knob" "--class-overlap" \
+  "$bin/halognn-data" generate --out "$work/gx" --nodes 100 --edges 300 --class-overlap 2
+[[ ! -e $work/gx ]] || fail "a failed generate left $work/gx"
 
 # Nothing half-written: no temporary names left anywhere, no output for the failed partitions.
 left=$(find "$work" -name '*.tmp.*' | head -5)

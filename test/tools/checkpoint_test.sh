@@ -7,7 +7,7 @@
 #  - the metrics file continues where the checkpoint left off: each epoch once, one final line;
 #  - --keep-checkpoints 2 leaves the two newest complete checkpoints (and no leftover);
 #  - the saved model reads with numpy under the documented names, and halognn-predict gives the
-#    trainer's own last test accuracy; a model that does not fit a partition is refused.
+#    trainer's final test accuracy (of the model it saves); a model that does not fit a partition is refused.
 set -u
 bin=$1
 mpiexec=$2
@@ -103,14 +103,15 @@ sys.exit(0 if ok else 1)
 PY
 [[ $? -eq 0 ]] && echo "ok: resumed run equals the uninterrupted one (losses, metrics lines, best record, model bytes)"
 
-# halognn-predict: the trainer's own last evaluation (exact exchanges: fp32 codecs).
+# halognn-predict: the trainer's final scores of the model it ends with and saves (the restored
+# best model by default; exact exchanges: fp32 codecs).
 want=$(/usr/bin/python3 -c "
-import json; l=[json.loads(x) for x in open('$work/full.jsonl') if '\"event\"' not in x]
-print('%.4f' % l[-1]['test_acc'])")
+import json; l=[json.loads(x) for x in open('$work/full.jsonl') if '\"event\"' in x]
+print('%.4f' % l[-1]['final_test_acc'])")
 run "predict at $np ranks" "$mpiexec" -n "$np" --oversubscribe "$bin/halognn-predict" \
   --partition "$work/p" --model "$work/full.npz"
 got=$(sed -n 's/.* test \([0-9.]*\) .*/\1/p' "$work/out")
-[[ $got == "$want" ]] || fail "halognn-predict test accuracy $got, the trainer's last evaluation $want: $(cat "$work/out")"
+[[ $got == "$want" ]] || fail "halognn-predict test accuracy $got, the trainer's final $want: $(cat "$work/out")"
 echo "ok: predict test accuracy $got = the trainer's $want"
 run "predict at 1 rank" "$mpiexec" -n 1 "$bin/halognn-predict" --partition "$work/p1" \
   --model "$work/full.npz"

@@ -26,7 +26,64 @@ Trace train(const TrainConfig& cfg, LocalPartition part, Transport& transport) {
   return t;
 }
 
-class Exactness : public ::testing::TestWithParam<ModelKind> {};
+/// A model configuration of the exactness tests.
+struct ModelCase {
+  const char* name;
+  ModelKind kind;
+  void (*apply)(TrainConfig&);
+};
+
+const ModelCase kModels[] = {
+    {"gcn", ModelKind::gcn, [](TrainConfig&) {}},
+    {"sage", ModelKind::sage, [](TrainConfig&) {}},
+    {"gat", ModelKind::gat, [](TrainConfig&) {}},
+    // GAT as published: ELU (the default for GAT), dropout of attention coefficients and of the
+    // aggregated values, averaged output heads.
+    {"gat_published", ModelKind::gat,
+     [](TrainConfig& c) {
+       c.attention_dropout = 0.5f;
+       c.value_dropout = 0.5f;
+       c.output_heads = 2;
+     }},
+    {"gin", ModelKind::gin, [](TrainConfig&) {}},
+    {"gin_trained_eps", ModelKind::gin,
+     [](TrainConfig& c) {
+       c.train_eps = true;
+       c.gin_eps = 0.25f;
+     }},
+};
+
+/// The exchange policies that exist, each in the setting that can equal a 1-rank run (which has
+/// no halo to be stale): synchronous; pipelined with a synchronous epoch every epoch; refresh with
+/// the per-row bound 1 (every row re-sent every epoch, through the policy's own indexed messages
+/// and caches).
+struct PolicyCase {
+  const char* name;
+  void (*apply)(TrainConfig&);
+};
+
+const PolicyCase kPolicies[] = {
+    {"sync", [](TrainConfig&) {}},
+    {"pipelined_sync_every_1",
+     [](TrainConfig& c) {
+       c.exchange = ExchangeMode::pipelined;
+       c.sync_every = 1;
+     }},
+    {"refresh_bound_1",
+     [](TrainConfig& c) {
+       c.exchange = ExchangeMode::refresh;
+       c.staleness_bound = 1;
+     }},
+};
+
+TrainConfig config_of(const ModelCase& m, const PolicyCase& p) {
+  TrainConfig cfg = testing::small_config(m.kind);
+  m.apply(cfg);
+  p.apply(cfg);
+  return cfg;
+}
+
+class Exactness : public ::testing::TestWithParam<std::tuple<ModelCase, PolicyCase>> {};
 
 // Why 1e-4: the runs differ only in the order of floating-point sums: a node's neighbours are
 // summed in local-id order (owned, then halo by owner) instead of global-id order, weight
@@ -41,7 +98,7 @@ TEST_P(Exactness, PRankTrainingEqualsOneRankTraining) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const Dataset ds = testing::small_dataset();
-  const TrainConfig cfg = testing::small_config(GetParam());
+  const TrainConfig cfg = config_of(std::get<0>(GetParam()), std::get<1>(GetParam()));
 
   auto world = make_mpi_transport(MPI_COMM_WORLD);
   const Trace distributed = train(cfg, testing::partition_of(ds, size, rank), *world);
@@ -59,29 +116,20 @@ TEST_P(Exactness, PRankTrainingEqualsOneRankTraining) {
   EXPECT_LT(single.loss.back(), 0.9 * single.loss.front());
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Exactness,
-                         ::testing::Values(ModelKind::gcn, ModelKind::sage, ModelKind::gat),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
-
-}  // namespace
-}  // namespace halognn
-
-namespace halognn {
-namespace {
-
 // The pipelined policy's synchronous epochs (drain, exchange into its own buffer, copy) are the
 // same computation as the sync policy: with a synchronous epoch every epoch the runs are
-// bit-identical. With one every other epoch, epoch 1 really runs on epoch 0's rows (so this test
-// fails if the pipelined path is bypassed), and the metrics say so.
-TEST(Pipelined, SyncEveryEpochIsBitIdenticalToSyncAndOtherwiseEpochOneIsStale) {
+// bit-identical, for every model. With one every other epoch, epoch 1 really runs on epoch 0's
+// rows (so this test fails if the pipelined path is bypassed), and the metrics say so.
+TEST_P(Exactness, PipelinedSyncEveryEpochIsBitIdenticalToSyncAndOtherwiseEpochOneIsStale) {
+  if (std::string(std::get<1>(GetParam()).name) != "sync") GTEST_SKIP() << "one policy pair";
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   ASSERT_GE(size, 2) << "pipelining needs a halo";
   const Dataset ds = testing::small_dataset();
-  TrainConfig cfg = testing::small_config(ModelKind::sage);
+  TrainConfig cfg = config_of(std::get<0>(GetParam()), kPolicies[0]);
   cfg.layers = 3;
-  cfg.epochs = 8;
+  cfg.epochs = 6;
   auto world = make_mpi_transport(MPI_COMM_WORLD);
   const Trace sync = train(cfg, testing::partition_of(ds, size, rank), *world);
   cfg.exchange = ExchangeMode::pipelined;
@@ -123,6 +171,96 @@ TEST(Codecs, ExplicitFp32PlanEqualsTheDefaultAndAQuantizedLayerDoesNot) {
   EXPECT_NE(train(cfg, testing::partition_of(ds, size, rank), *world).loss, base.loss)
       << "--compress-layer0 quantizes the one-time feature exchange";
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, Exactness,
+                         ::testing::Combine(::testing::ValuesIn(kModels),
+                                            ::testing::ValuesIn(kPolicies)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::get<1>(info.param).name;
+                         });
+
+// The training protocol decides on all-reduced values only: P ranks stop at the epoch and keep
+// the best epoch that one rank does, and the restored model evaluates to the scores recorded at
+// that epoch (the evaluation is repeated with the same key, so stochastic codecs agree too).
+TEST(Protocol, EarlyStoppingAndRestoreAgreeAcrossRankCounts) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Dataset ds = testing::small_dataset();
+  for (const SelectBy by : {SelectBy::score, SelectBy::loss, SelectBy::both}) {
+    for (const char* codec : {"fp32", "q4"}) {
+      SCOPED_TRACE(std::string(to_string(by)) + " " + codec);
+      TrainConfig cfg = testing::small_config(ModelKind::gcn);
+      cfg.epochs = 300;
+      cfg.lr = 0.05f;  // converges fast, so patience ends it well before 300 epochs
+      cfg.patience = 8;
+      cfg.select_by = by;
+      // q4: a stochastic codec, so the re-evaluation must draw what the best epoch drew.
+      cfg.codec = codec;
+      auto world = make_mpi_transport(MPI_COMM_WORLD);
+      Trainer distributed(cfg, testing::partition_of(ds, size, rank), *world, cpu_device());
+      std::vector<EpochMetrics> epochs;
+      const FinalMetrics d = distributed.run([&](const EpochMetrics& m) { epochs.push_back(m); });
+      EXPECT_TRUE(d.early_stopped);
+      EXPECT_LT(d.epochs_run, cfg.epochs);
+      if (std::string(codec) == "fp32") {
+        // Exact exchanges: the same decisions as one rank.
+        auto self = make_mpi_transport(MPI_COMM_SELF);
+        Trainer single(cfg, testing::partition_of(ds, 1, 0), *self, cpu_device());
+        const FinalMetrics s = single.run(nullptr);
+        EXPECT_EQ(d.epochs_run, s.epochs_run);
+        EXPECT_EQ(d.best_epoch, s.best_epoch);
+        EXPECT_NEAR(d.final_scores.test, s.final_scores.test, 1.0 / 100);
+      }
+      // The restored model reproduces the best epoch's evaluation exactly.
+      ASSERT_TRUE(d.restored);
+      EXPECT_EQ(d.final_epoch, d.best_epoch);
+      const EpochMetrics& best = epochs.at(static_cast<std::size_t>(d.best_epoch));
+      ASSERT_TRUE(best.eval.has_value());
+      EXPECT_EQ(d.final_scores.val, best.eval->val);
+      EXPECT_EQ(d.final_scores.test, best.eval->test);
+      EXPECT_EQ(d.final_scores.val_loss, best.eval->val_loss);
+      // Patience: the run ended `patience` epochs after the last progress, which is the best
+      // evaluation except under SelectBy::both (progress = either improved).
+      if (by == SelectBy::both) {
+        EXPECT_GE(d.epochs_run - 1 - d.best_epoch, cfg.patience);
+      } else {
+        EXPECT_EQ(d.epochs_run - 1 - d.best_epoch, cfg.patience);
+      }
+    }
+  }
+}
+
+// ROC AUC over P ranks equals the 1-rank value: every rank's scores and labels are summed into
+// global arrays before ranking, so the only difference is the float rounding of the logits
+// (the same summation-order argument as above: a few ulps, far below one swapped pair in 1e-3).
+TEST(Protocol, RocAucOverRanksEqualsOneRank) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Dataset ds = testing::small_dataset(3, /*classes=*/2);
+  TrainConfig cfg = testing::small_config(ModelKind::sage);
+  cfg.metric = MetricKind::roc_auc;
+  cfg.epochs = 6;
+  auto world = make_mpi_transport(MPI_COMM_WORLD);
+  const Trace distributed = train(cfg, testing::partition_of(ds, size, rank), *world);
+  auto self = make_mpi_transport(MPI_COMM_SELF);
+  const Trace single = train(cfg, testing::partition_of(ds, 1, 0), *self);
+  ASSERT_EQ(distributed.val.size(), 1u);
+  EXPECT_NEAR(distributed.val[0], single.val[0], 1e-3);
+  EXPECT_GT(single.val[0], 0.6) << "an AUC of a model that learned something";
+  // Every rank holds the same value.
+  double v[2] = {distributed.val[0], -distributed.val[0]};
+  world->all_reduce_max(v, 2);
+  EXPECT_EQ(v[0], -v[1]);
+}
+
+}  // namespace
+}  // namespace halognn
+
+namespace halognn {
+namespace {
 
 // Pipelined epochs use rows one epoch old; the bound forces a synchronous epoch every N, and
 // the first epoch is synchronous. Asserted from the per-epoch metrics.

@@ -91,6 +91,7 @@ struct Case {
   const char* codec;
   ExchangeMode exchange;
   bool sparse_features;
+  void (*apply)(TrainConfig&) = nullptr;  ///< model options beyond small_config
 };
 
 class MemoryEstimateMpi : public ::testing::TestWithParam<Case> {};
@@ -120,6 +121,7 @@ TEST_P(MemoryEstimateMpi, MatchesWhatTheTrainerAllocates) {
     cfg.refresh_by = RefreshConfig::By::change;  // the policy also keeps the last sent rows
   }
   cfg.sparse_features = c.sparse_features;
+  if (c.apply) c.apply(cfg);
 
   const MemoryEstimate e =
       estimate_training_memory(cfg, PartitionShape::of(part), MemoryPlacement{true, false});
@@ -150,6 +152,24 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"gcn", ModelKind::gcn, "fp32", ExchangeMode::sync, false},
                       Case{"sage_q4", ModelKind::sage, "q4", ExchangeMode::sync, false},
                       Case{"gat", ModelKind::gat, "fp16", ExchangeMode::sync, false},
+                      // GAT as published: attention-dropout multipliers, the value-dropout copy,
+                      // averaged output heads.
+                      Case{"gat_published", ModelKind::gat, "fp32", ExchangeMode::sync, false,
+                           [](TrainConfig& c) {
+                             c.attention_dropout = 0.5f;
+                             c.value_dropout = 0.5f;
+                             c.output_heads = 3;
+                           }},
+                      // GIN: layer 0 (12 features, MLP width 8) transforms first, the others
+                      // aggregate first.
+                      Case{"gin", ModelKind::gin, "fp32", ExchangeMode::sync, false},
+                      // A narrow MLP and a trained eps (its optimiser state and snapshot).
+                      Case{"gin_eps_q8", ModelKind::gin, "q8", ExchangeMode::sync,
+                           false,
+                           [](TrainConfig& c) {
+                             c.hidden = 3;
+                             c.train_eps = true;
+                           }},
                       Case{"gcn_pipelined", ModelKind::gcn, "q2", ExchangeMode::pipelined, false},
                       Case{"sage_refresh", ModelKind::sage, "fp32", ExchangeMode::refresh, false},
                       Case{"sage_sparse", ModelKind::sage, "fp32", ExchangeMode::sync, true}),

@@ -96,6 +96,13 @@ class Resume : public ::testing::Test {
     EXPECT_EQ(rest.final.best_epoch, whole.final.best_epoch);
     EXPECT_EQ(rest.final.best_val, whole.final.best_val);
     EXPECT_EQ(rest.final.test_at_best_val, whole.final.test_at_best_val);
+    EXPECT_EQ(rest.final.best_val_loss, whole.final.best_val_loss);
+    EXPECT_EQ(rest.final.epochs_run, whole.final.epochs_run);
+    EXPECT_EQ(rest.final.early_stopped, whole.final.early_stopped);
+    EXPECT_EQ(rest.final.restored, whole.final.restored);
+    EXPECT_EQ(rest.final.final_epoch, whole.final.final_epoch);
+    EXPECT_EQ(rest.final.final_scores.test, whole.final.final_scores.test);
+    EXPECT_EQ(rest.final.final_scores.val_loss, whole.final.final_scores.val_loss);
   }
 
   int rank = 0, size = 1;
@@ -154,6 +161,22 @@ TEST_F(Resume, RefreshByChangeWithCodecIsBitIdentical) {
   cfg.refresh_by = RefreshConfig::By::change;
   cfg.codec = "q8";
   expect_resume_exact(cfg, 8, 5);
+}
+
+TEST_F(Resume, TrainingProtocolStateIsBitIdentical) {
+  // Model selection by loss with patience, the plateau schedule (its rate changes the losses of
+  // the resumed epochs) and the best-model restore (the snapshot taken before the checkpoint is
+  // what the end restores unless a later evaluation is better).
+  TrainConfig cfg = testing::small_config(ModelKind::sage);
+  cfg.eval_every = 1;
+  cfg.select_by = SelectBy::loss;
+  cfg.patience = 4;
+  cfg.lr = 0.5f;  // large enough that the validation loss stalls: the plateau schedule acts
+  cfg.lr_schedule = LrScheduleKind::plateau;
+  cfg.lr_patience = 1;
+  cfg.lr_gamma = 0.5f;
+  cfg.restore_best = true;
+  expect_resume_exact(cfg, 14, 6);
 }
 
 }  // namespace

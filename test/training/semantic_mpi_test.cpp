@@ -1,6 +1,6 @@
 // Semantic groups end to end, at P >= 2 ranks:
 // - a graph whose boundary consists of complete bipartite blocks (plus stars and single edges)
-//   trains with group rows exactly like with plain rows (GCN and SAGE, losses within 1e-5), while
+//   trains with group rows exactly like with plain rows (GCN, SAGE and GIN, losses within 1e-5), while
 //   sending fewer rows; one edge more breaks a block and the runs part;
 // - the grouped exchange is the adjoint pair through the transport;
 // - a GCN layer's backward through a grouped exchange agrees with finite differences.
@@ -116,7 +116,9 @@ class Semantic : public ::testing::Test {
 // row first), ~1e-7 relative per product over a few terms, and 8 Adam steps stay far below 1e-5.
 // A wrong weight, a wrong β or a missing member moves the loss by 1e-3 or more (see the control).
 TEST_F(Semantic, CompleteBlocksTrainExactlyLikePlainRowsWithFewerRows) {
-  for (const ModelKind kind : {ModelKind::gcn, ModelKind::sage}) {
+  // GIN sums its neighbours unweighted (β = 1, α = 1): a group acts as D_g(v) identical
+  // neighbours, which on a complete block is the members' sum.
+  for (const ModelKind kind : {ModelKind::gcn, ModelKind::sage, ModelKind::gin}) {
     SCOPED_TRACE(to_string(kind));
     TrainConfig cfg = testing::small_config(kind);
     cfg.dropout = 0.0f;  // dropout acts on rows, and a group row is not its members' rows

@@ -28,14 +28,34 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
                             "--lr", "0.005", "--dropout", "0.6", "--codec-forward", "fp32,q1,q2",
                             "--exchange", "pipelined", "--sync-every", "5", "--smoothing", "0.9",
                             "--row-normalize", "--dense-features", "--emulate-link", "1,50",
-                            "--seed", "18446744073709551615", "--quiet", "--comm-timeout", "7.5",
-                            "--memory-budget", "12", "--dump-config"});
+                            "--seed", "18446744073709551615", "--quiet", "--output-heads", "2",
+                            "--attention-dropout", "0.6", "--value-dropout", "0.3",
+                            "--activation", "relu", "--patience", "40", "--select-by", "both",
+                            "--no-restore-best", "--lr-schedule", "plateau", "--lr-gamma", "0.5",
+                            "--lr-min", "0.0001", "--lr-warmup", "3", "--lr-patience", "7",
+                            "--decay-first-layer-only", "--metric", "accuracy", "--comm-timeout",
+                            "7.5", "--memory-budget", "12", "--dump-config"});
   std::ofstream(dir.file("run.json")) << dumped(a);
   const TrainCli b = parse({"--config", dir.file("run.json"), "--dump-config"});
   EXPECT_EQ(dumped(b), dumped(a));
   EXPECT_EQ(b.cfg.seed, 18446744073709551615ull);
   EXPECT_FLOAT_EQ(b.cfg.lr, 0.005f);
   EXPECT_FALSE(b.cfg.sparse_features);
+  EXPECT_FALSE(b.cfg.restore_best);
+  EXPECT_EQ(b.cfg.select_by, SelectBy::both);
+  EXPECT_EQ(b.cfg.lr_schedule, LrScheduleKind::plateau);
+  EXPECT_EQ(b.cfg.lr_patience, 7);
+  EXPECT_FLOAT_EQ(b.cfg.value_dropout, 0.3f);
+  EXPECT_EQ(b.cfg.resolved_activation(), Activation::relu);
+  // GIN's options and the step schedule round-trip too.
+  const TrainCli g = parse({"--partition", "p", "--model", "gin", "--gin-eps", "0.5", "--train-eps",
+                            "--lr-schedule", "step", "--lr-step", "30", "--metric", "roc-auc",
+                            "--dump-config"});
+  std::ofstream(dir.file("gin.json")) << dumped(g);
+  const TrainCli g2 = parse({"--config", dir.file("gin.json"), "--dump-config"});
+  EXPECT_EQ(dumped(g2), dumped(g));
+  EXPECT_TRUE(g2.cfg.train_eps);
+  EXPECT_EQ(g2.cfg.metric, MetricKind::roc_auc);
   EXPECT_EQ(b.cfg.comm_timeout_s, 7.5);
   EXPECT_EQ(b.cfg.memory_budget_gib, 12.0);
   // A refresh configuration, and the defaults, round-trip too.
@@ -99,8 +119,31 @@ TEST(TrainCli, OptionsTheRunWouldIgnoreAreRefused) {
   refused({"--partition", "p", "--exchange", "refresh", "--refresh-by", "age"}, "--refresh-by");
   refused({"--partition", "p", "--bogus", "1"}, "bogus");
   refused({"--model", "gcn"}, "--partition");
+  refused({"--partition", "p", "--model", "gcn", "--attention-dropout", "0.5"}, "--attention-dropout");
+  refused({"--partition", "p", "--model", "sage", "--value-dropout", "0.5"}, "--value-dropout");
+  refused({"--partition", "p", "--model", "gin", "--output-heads", "2"}, "--output-heads");
+  refused({"--partition", "p", "--model", "gcn", "--gin-eps", "0.1"}, "--gin-eps");
+  refused({"--partition", "p", "--model", "gat", "--train-eps"}, "--train-eps");
+  refused({"--partition", "p", "--activation", "tanh"}, "--activation");
+  refused({"--partition", "p", "--model", "gat", "--attention-dropout", "1"}, "--attention-dropout");
+  refused({"--partition", "p", "--patience", "5", "--eval-every", "10"}, "--patience");
+  refused({"--partition", "p", "--select-by", "accuracy"}, "--select-by");
+  refused({"--partition", "p", "--select-by", "loss", "--no-restore-best"}, "--select-by");
+  refused({"--partition", "p", "--lr-schedule", "step"}, "--lr-step");
+  refused({"--partition", "p", "--lr-step", "10"}, "--lr-step");
+  refused({"--partition", "p", "--lr-schedule", "cosine", "--lr-gamma", "0.5"}, "--lr-gamma");
+  refused({"--partition", "p", "--lr-schedule", "step", "--lr-step", "5", "--lr-min", "0.001"},
+          "--lr-min");
+  refused({"--partition", "p", "--lr-schedule", "cosine", "--lr-min", "0.5"}, "--lr-min");
+  refused({"--partition", "p", "--lr-patience", "3"}, "--lr-patience");
+  refused({"--partition", "p", "--lr-schedule", "exponential"}, "--lr-schedule");
+  refused({"--partition", "p", "--metric", "auc"}, "--metric");
+  refused({"--partition", "p", "--model", "gat", "--output-heads", "100000"}, "--output-heads");
   EXPECT_EQ(parse({"--partition", "p", "--optimizer", "sgd", "--momentum", "0.9"}).cfg.momentum,
             0.9f);
+  // --activation auto: ELU for GAT (Velickovic et al.), ReLU otherwise.
+  EXPECT_EQ(parse({"--partition", "p", "--model", "gat"}).cfg.resolved_activation(), Activation::elu);
+  EXPECT_EQ(parse({"--partition", "p", "--model", "gin"}).cfg.resolved_activation(), Activation::relu);
   EXPECT_EQ(parse({"--partition", "p", "--model", "gat", "--heads", "8"}).cfg.heads, 8);
 }
 

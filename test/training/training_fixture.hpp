@@ -9,13 +9,18 @@
 
 namespace halognn::testing {
 
-inline Dataset small_dataset(std::uint64_t seed = 3) {
+inline Dataset small_dataset(std::uint64_t seed = 3, std::int32_t classes = 4) {
   SbmConfig c;
   c.num_nodes = 600;
   c.num_edges = 3000;
-  c.num_classes = 4;
+  c.num_classes = classes;
   c.num_features = 12;
   c.homophily = 0.8;
+  // Explicit, not the generator's defaults: the pinned loss hashes depend on this graph.
+  c.feature_noise = 1.0;
+  c.class_overlap = 0.0;
+  c.power_law_exponent = 2.5;
+  c.max_degree_fraction = 0.05;
   c.train_fraction = 0.3;
   c.val_fraction = 0.2;
   c.seed = seed;

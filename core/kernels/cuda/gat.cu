@@ -27,7 +27,8 @@ unsigned warp_blocks(std::int64_t warps) {
 
 __global__ void gat_aggregate_kernel(CsrView a, ConstDenseView z, const float* s_dst,
                                      const float* s_src, std::int32_t heads, std::int64_t f,
-                                     float slope, float* alpha, DenseView y) {
+                                     float slope, float* alpha, const float* drop,
+                                     DenseView y) {
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (warp >= a.rows * heads) return;
@@ -56,19 +57,22 @@ __global__ void gat_aggregate_kernel(CsrView a, ConstDenseView z, const float* s
   const float inv = 1.0f / sum;
   for (std::int32_t k = begin + lane; k < end; k += 32) alpha[static_cast<std::int64_t>(k) * heads + h] *= inv;
   __syncwarp();
+  // alpha keeps the softmax (the backward needs it); the sum uses the dropped weights.
   for (std::int64_t j = lane; j < f; j += 32) {
     float acc = 0.0f;
-    for (std::int32_t k = begin; k < end; ++k)
-      acc += alpha[static_cast<std::int64_t>(k) * heads + h] *
+    for (std::int32_t k = begin; k < end; ++k) {
+      const std::int64_t e = static_cast<std::int64_t>(k) * heads + h;
+      acc += alpha[e] * (drop ? drop[e] : 1.0f) *
              z.data[static_cast<std::int64_t>(a.col[k]) * z.cols + h * f + j];
+    }
     oh[j] = acc;
   }
 }
 
 __global__ void gat_backward_rows_kernel(CsrView a, ConstDenseView z, const float* s_dst,
                                          const float* s_src, std::int32_t heads, std::int64_t f,
-                                         float slope, const float* alpha, ConstDenseView gy,
-                                         float* edge_grad, float* gs_dst) {
+                                         float slope, const float* alpha, const float* drop,
+                                         ConstDenseView gy, float* edge_grad, float* gs_dst) {
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (warp >= a.rows * heads) return;
@@ -76,13 +80,15 @@ __global__ void gat_backward_rows_kernel(CsrView a, ConstDenseView z, const floa
   const std::int32_t h = static_cast<std::int32_t>(warp % heads);
   const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
   const float* g = gy.data + v * gy.cols + h * f;
-  // dL/dalpha = gy_v . z_u per entry (lanes split the features), and its alpha-weighted sum.
+  // dL/dalpha = d_vu (gy_v . z_u) per entry (lanes split the features; d: the dropout
+  // multiplier, 1 without dropout), and its alpha-weighted sum.
   float weighted = 0.0f;
   for (std::int32_t k = begin; k < end; ++k) {
     const float* zh = z.data + static_cast<std::int64_t>(a.col[k]) * z.cols + h * f;
     float d = 0.0f;
     for (std::int64_t j = lane; j < f; j += 32) d += g[j] * zh[j];
     d = detail::warp_sum(d);
+    if (drop) d *= drop[static_cast<std::int64_t>(k) * heads + h];
     if (lane == 0) edge_grad[static_cast<std::int64_t>(k) * heads + h] = d;
     weighted += alpha[static_cast<std::int64_t>(k) * heads + h] * d;
   }
@@ -103,7 +109,7 @@ __global__ void gat_backward_rows_kernel(CsrView a, ConstDenseView z, const floa
 
 __global__ void gat_backward_cols_kernel(CsrView a_t, const std::int32_t* t_to_a,
                                          std::int32_t heads, std::int64_t f, const float* alpha,
-                                         ConstDenseView gy, const float* edge_grad,
+                                         const float* drop, ConstDenseView gy, const float* edge_grad,
                                          float* gs_src, DenseView gz) {
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -116,7 +122,7 @@ __global__ void gat_backward_cols_kernel(CsrView a_t, const std::int32_t* t_to_a
     float acc = 0.0f;
     for (std::int32_t k = begin; k < end; ++k) {
       const std::int64_t e = t_to_a[k];
-      acc += alpha[e * heads + h] * gy.data[static_cast<std::int64_t>(a_t.col[k]) * gy.cols + h * f + j];
+      acc += alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f) * gy.data[static_cast<std::int64_t>(a_t.col[k]) * gy.cols + h * f + j];
     }
     oh[j] = acc;
   }
@@ -189,21 +195,23 @@ void head_mean_backward(ConstDenseView gy, std::int32_t heads, DenseView gx) {
 }
 
 void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float* s_src,
-                   std::int32_t heads, float negative_slope, float* alpha, DenseView y) {
+                   std::int32_t heads, float negative_slope, float* alpha, const float* drop,
+                   DenseView y) {
   const std::int64_t f = head_width(z.cols, heads);
   GNN_ASSERT(z.rows == a.cols && y.rows == a.rows && y.cols == z.cols, "gat_aggregate: shapes");
   const std::int64_t warps = a.rows * heads;
   if (warps == 0) return;
   CudaContext& ctx = detail::current_context();
   gat_aggregate_kernel<<<warp_blocks(warps), kWarpsPerBlock * 32, 0, ctx.stream>>>(
-      a, z, s_dst, s_src, heads, f, negative_slope, alpha, y);
+      a, z, s_dst, s_src, heads, f, negative_slope, alpha, drop, y);
   GNN_CHECK_LAUNCH();
 }
 
 void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, ConstDenseView z,
                             const float* s_dst, const float* s_src, std::int32_t heads,
-                            float negative_slope, const float* alpha, ConstDenseView gy,
-                            float* edge_grad, float* gs_dst, float* gs_src, DenseView gz) {
+                            float negative_slope, const float* alpha, const float* drop,
+                            ConstDenseView gy, float* edge_grad, float* gs_dst, float* gs_src,
+                            DenseView gz) {
   const std::int64_t f = head_width(z.cols, heads);
   GNN_ASSERT(z.rows == a.cols && gy.rows == a.rows && gy.cols == z.cols && gz.rows == z.rows &&
                  gz.cols == z.cols && a_t.rows == a.cols && a_t.nnz == a.nnz,
@@ -211,14 +219,36 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
   CudaContext& ctx = detail::current_context();
   if (a.rows > 0) {
     gat_backward_rows_kernel<<<warp_blocks(a.rows * heads), kWarpsPerBlock * 32, 0, ctx.stream>>>(
-        a, z, s_dst, s_src, heads, f, negative_slope, alpha, gy, edge_grad, gs_dst);
+        a, z, s_dst, s_src, heads, f, negative_slope, alpha, drop, gy, edge_grad, gs_dst);
     GNN_CHECK_LAUNCH();
   }
   if (a_t.rows > 0) {
     gat_backward_cols_kernel<<<warp_blocks(a_t.rows * heads), kWarpsPerBlock * 32, 0, ctx.stream>>>(
-        a_t, t_to_a, heads, f, alpha, gy, edge_grad, gs_src, gz);
+        a_t, t_to_a, heads, f, alpha, drop, gy, edge_grad, gs_src, gz);
     GNN_CHECK_LAUNCH();
   }
+}
+
+void edge_dropout_mask(const RngKey& key, const GlobalId* ids, float p, CsrView a,
+                       std::int32_t heads, float* mask) {
+  GNN_CHECK_CONFIG(p >= 0.0f && p < 1.0f, "attention dropout must be in [0, 1), got ", p);
+  if (a.rows == 0) return;
+  // The reference's rule and scale (computed here on the host, as there), one thread per row:
+  // the 24-bit uniform is exact on both sides, so the masks are equal bit for bit.
+  const float keep_scale = 1.0f / (1.0f - p);
+  const CounterRng rng(key);
+  const std::int32_t* row_ptr = a.row_ptr;
+  const std::int32_t* col = a.col;
+  detail::for_each(detail::current_context(), a.rows, [=] __device__(std::int64_t v) {
+    const auto item = static_cast<std::uint64_t>(ids[v]);
+    for (std::int32_t k = row_ptr[v]; k < row_ptr[v + 1]; ++k) {
+      const auto base = static_cast<std::uint64_t>(ids[col[k]]) * static_cast<std::uint64_t>(heads);
+      for (std::int32_t h = 0; h < heads; ++h) {
+        const float u = rng.uniform(item, base + static_cast<std::uint64_t>(h));
+        mask[static_cast<std::int64_t>(k) * heads + h] = u >= p ? keep_scale : 0.0f;
+      }
+    }
+  });
 }
 
 }  // namespace halognn::kernels::cuda

@@ -161,6 +161,25 @@ void relu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
                    [=] __device__(std::int64_t i) { d[i] = yy[i] > 0.0f ? g[i] : 0.0f; });
 }
 
+void elu_forward(ConstDenseView x, DenseView y) {
+  GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "elu_forward: shapes differ");
+  const float* s = x.data;
+  float* d = y.data;
+  detail::for_each(detail::current_context(), x.rows * x.cols,
+                   [=] __device__(std::int64_t i) { d[i] = s[i] > 0.0f ? s[i] : expm1f(s[i]); });
+}
+
+void elu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
+  GNN_ASSERT(y.rows == gy.rows && y.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
+             "elu_backward: shapes differ");
+  const float* yy = y.data;
+  const float* g = gy.data;
+  float* d = gx.data;
+  detail::for_each(detail::current_context(), y.rows * y.cols, [=] __device__(std::int64_t i) {
+    d[i] = yy[i] > 0.0f ? g[i] : g[i] * (yy[i] + 1.0f);
+  });
+}
+
 namespace {
 
 /// The reference's dropout rule element by element: one thread per group of four columns (one

@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/kernels/reference/reference_kernels.hpp"
@@ -99,6 +100,26 @@ void relu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
   float* d = gx.data;
 #pragma omp parallel for simd schedule(static)
   for (std::int64_t i = 0; i < n; ++i) d[i] = yy[i] > 0.0f ? g[i] : 0.0f;
+}
+
+void elu_forward(ConstDenseView x, DenseView y) {
+  GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "elu_forward: shapes differ");
+  const std::int64_t n = x.rows * x.cols;
+  const float* s = x.data;
+  float* d = y.data;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) d[i] = s[i] > 0.0f ? s[i] : std::expm1(s[i]);
+}
+
+void elu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
+  GNN_ASSERT(y.rows == gy.rows && y.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
+             "elu_backward: shapes differ");
+  const std::int64_t n = y.rows * y.cols;
+  const float* yy = y.data;
+  const float* g = gy.data;
+  float* d = gx.data;
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) d[i] = yy[i] > 0.0f ? g[i] : g[i] * (yy[i] + 1.0f);
 }
 
 namespace {

@@ -98,7 +98,8 @@ void head_mean_backward(ConstDenseView gy, std::int32_t heads, DenseView gx) {
 }
 
 void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float* s_src,
-                   std::int32_t heads, float negative_slope, float* alpha, DenseView y) {
+                   std::int32_t heads, float negative_slope, float* alpha, const float* drop,
+                   DenseView y) {
   const std::int64_t f = head_width(z.cols, heads);
   GNN_ASSERT(z.rows == a.cols && y.rows == a.rows && y.cols == z.cols, "gat_aggregate: shapes");
 #pragma omp parallel for schedule(dynamic, 32)
@@ -123,7 +124,8 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
       const float inv = 1.0f / sum;
       float* oh = out + h * f;
       for (std::int32_t k = begin; k < end; ++k) {
-        const float c = alpha[k * heads + h] *= inv;
+        // alpha keeps the softmax (the backward needs it); the sum uses the dropped weights.
+        const float c = (alpha[k * heads + h] *= inv) * (drop ? drop[k * heads + h] : 1.0f);
         const float* zh = z.row(a.col[k]) + h * f;
 #pragma omp simd
         for (std::int64_t j = 0; j < f; ++j) oh[j] += c * zh[j];
@@ -134,13 +136,15 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
 
 void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, ConstDenseView z,
                             const float* s_dst, const float* s_src, std::int32_t heads,
-                            float negative_slope, const float* alpha, ConstDenseView gy,
-                            float* edge_grad, float* gs_dst, float* gs_src, DenseView gz) {
+                            float negative_slope, const float* alpha, const float* drop,
+                            ConstDenseView gy, float* edge_grad, float* gs_dst, float* gs_src,
+                            DenseView gz) {
   const std::int64_t f = head_width(z.cols, heads);
   GNN_ASSERT(z.rows == a.cols && gy.rows == a.rows && gy.cols == z.cols && gz.rows == z.rows &&
                  gz.cols == z.cols && a_t.rows == a.cols && a_t.nnz == a.nnz,
              "gat_aggregate_backward: shapes");
-  // Pass 1, per destination row: dL/dalpha = gy_v . z_u, through the softmax
+  // Pass 1, per destination row: dL/dalpha = d_vu (gy_v . z_u) (d: the dropout multiplier, 1
+  // without dropout), through the softmax
   // (de = alpha (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and
   // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry.
 #pragma omp parallel for schedule(dynamic, 32)
@@ -154,6 +158,7 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
         float d = 0.0f;
 #pragma omp simd reduction(+ : d)
         for (std::int64_t j = 0; j < f; ++j) d += g[j] * zh[j];
+        if (drop) d *= drop[k * heads + h];
         edge_grad[k * heads + h] = d;
         weighted += alpha[k * heads + h] * d;
       }
@@ -169,7 +174,7 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
     }
   }
   // Pass 2, per source row over the transposed structure (no two threads write one row):
-  // dL/dz_u = sum_v alpha_vu gy_v and dL/ds_src[u] = sum_v dpre_vu.
+  // dL/dz_u = sum_v d_vu alpha_vu gy_v and dL/ds_src[u] = sum_v dpre_vu.
 #pragma omp parallel for schedule(dynamic, 32)
   for (std::int64_t u = 0; u < a_t.rows; ++u) {
     float* out = gz.row(u);
@@ -179,13 +184,32 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
       float* oh = out + h * f;
       for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k) {
         const std::int64_t e = t_to_a[k];
-        const float c = alpha[e * heads + h];
+        const float c = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
         const float* g = gy.row(a_t.col[k]) + h * f;
 #pragma omp simd
         for (std::int64_t j = 0; j < f; ++j) oh[j] += c * g[j];
         src_sum += edge_grad[e * heads + h];
       }
       gs_src[u * heads + h] = src_sum;
+    }
+  }
+}
+
+void edge_dropout_mask(const RngKey& key, const GlobalId* ids, float p, CsrView a,
+                       std::int32_t heads, float* mask) {
+  GNN_CHECK_CONFIG(p >= 0.0f && p < 1.0f, "attention dropout must be in [0, 1), got ", p);
+  // The same rule and scale as dropout_forward: kept iff the 24-bit uniform is >= p.
+  const float keep_scale = 1.0f / (1.0f - p);
+  const CounterRng rng(key);
+#pragma omp parallel for schedule(dynamic, 64)
+  for (std::int64_t v = 0; v < a.rows; ++v) {
+    const auto item = static_cast<std::uint64_t>(ids[v]);
+    for (std::int32_t k = a.row_ptr[v]; k < a.row_ptr[v + 1]; ++k) {
+      const auto base = static_cast<std::uint64_t>(ids[a.col[k]]) * static_cast<std::uint64_t>(heads);
+      for (std::int32_t h = 0; h < heads; ++h) {
+        const float u = rng.uniform(item, base + static_cast<std::uint64_t>(h));
+        mask[static_cast<std::int64_t>(k) * heads + h] = u >= p ? keep_scale : 0.0f;
+      }
     }
   }
 }

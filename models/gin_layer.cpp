@@ -1,0 +1,174 @@
+// GIN (Xu et al., "How Powerful are Graph Neural Networks?"): a sum over the neighbours plus the
+// node's own row weighted 1 + eps, then a two-layer MLP:
+//   h_v = (1 + eps) x_v + Σ_{u∈N(v)} x_u,   y_v = ReLU(h_v W1 + b1) W2 + b2.
+// eps is a constant, or a trainable parameter (GIN-eps). The sum uses no degree normalisation, so
+// the layer needs nothing global but the neighbour rows (the halo), and a partition computes
+// exactly the whole-graph rows.
+#include <optional>
+#include <vector>
+
+#include "models/layer_common.hpp"
+
+namespace halognn::detail {
+namespace {
+
+class GinLayer final : public Layer {
+ public:
+  GinLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
+      : cfg_(cfg),
+        mlp_(cfg.mlp_hidden > 0 ? cfg.mlp_hidden : cfg.out_dim),
+        weight1_(make_parameter(name(layer, "mlp1.weight"), cfg.in_dim, mlp_, cfg.in_dim, mlp_,
+                                seed, layer, 0, false)),
+        bias1_(make_parameter(name(layer, "mlp1.bias"), 1, mlp_, 0, 0, seed, layer, 1, true)),
+        weight2_(make_parameter(name(layer, "mlp2.weight"), mlp_, cfg.out_dim, mlp_, cfg.out_dim,
+                                seed, layer, 2, false)),
+        bias2_(make_parameter(name(layer, "mlp2.bias"), 1, cfg.out_dim, 0, 0, seed, layer, 3,
+                              true)),
+        eps_(make_parameter(name(layer, "eps"), 1, 1, 0, 0, seed, layer, 4, true)),
+        // The first MLP layer is linear, so (A + (1+eps) I) x W1 = (A + (1+eps) I)(x W1): move
+        // the narrower of in_dim and the MLP width through the SpMM, as GCN does.
+        aggregate_first_(cfg.in_dim <= mlp_) {
+    eps_.value(0, 0) = cfg.eps;
+  }
+
+  std::int64_t in_dim() const override { return cfg_.in_dim; }
+  std::int64_t out_dim() const override { return cfg_.out_dim; }
+  std::vector<Parameter*> parameters() override {
+    std::vector<Parameter*> p{&weight1_};
+    if (cfg_.bias) p.push_back(&bias1_);
+    p.push_back(&weight2_);
+    if (cfg_.bias) p.push_back(&bias2_);
+    if (cfg_.train_eps) p.push_back(&eps_);
+    return p;
+  }
+
+  void prepare(const LocalGraph& g) override {
+    dev_ = g.dev;
+    for (Parameter* p : {&weight1_, &bias1_, &weight2_, &bias2_, &eps_}) place_parameter(*p, dev_);
+    // A structure-only operator: every neighbour weighs 1 (the sum aggregator), no self-loops
+    // (the own row enters through the separate (1 + eps) term).
+    op_ = build_graph_operator(g, /*self_loops=*/false, nullptr);
+  }
+
+  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+    check_forward_shapes("gin", g, x, y, cfg_.in_dim, cfg_.out_dim);
+    GNN_ASSERT(dev_, "gin: forward before prepare");
+    const Device& dev = *dev_;
+    const std::int64_t n_own = g.num_owned, n_local = g.num_local();
+    self_weight_ = 1.0f + current_eps();
+    Matrix& p = ensure(pre_, n_own, mlp_, dev_);  // h W1, then ReLU'd in place: q
+    used_sparse_ = sparse_x_.has_value();
+    if (used_sparse_) check_sparse_input("gin", g, *sparse_x_, cfg_.in_dim);
+    if (aggregate_first_ && !used_sparse_) {
+      x_ = x;  // x_own is needed for d(eps) (the caller keeps x unchanged until backward)
+      Matrix& h = ensure(saved_h_, n_own, cfg_.in_dim, dev_);
+      kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
+      kernels::axpy(dev, self_weight_, x.rows_range(0, n_own), h.view());
+      kernels::gemm(dev, false, false, 1.0f, h.view(), weight1_.value.view(), 0.0f, p.view());
+    } else {
+      // A sparse input always transforms first: h would be a dense in_dim-wide matrix.
+      Matrix& t = ensure(saved_t_, n_local, mlp_, dev_);
+      if (used_sparse_) {
+        x_csr_ = *sparse_x_;
+        kernels::spmm(dev, x_csr_, weight1_.value.view(), 0.0f, t.view());
+      } else {
+        x_ = x;
+        kernels::gemm(dev, false, false, 1.0f, x, weight1_.value.view(), 0.0f, t.view());
+      }
+      kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, p.view());
+      kernels::axpy(dev, self_weight_, t.view().rows_range(0, n_own), p.view());
+    }
+    if (cfg_.bias) kernels::add_row_vector(dev, bias1_.value.data(), p.view());
+    kernels::relu_forward(dev, p.view(), p.view());
+    kernels::gemm(dev, false, false, 1.0f, p.view(), weight2_.value.view(), 0.0f, y);
+    if (cfg_.bias) kernels::add_row_vector(dev, bias2_.value.data(), y);
+  }
+
+  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+    check_backward_shapes("gin", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
+    const Device& dev = *dev_;
+    const std::int64_t n_own = g.num_owned, n_local = g.num_local();
+    // Second MLP layer: y = q W2 + b2.
+    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias2_.grad.data());
+    kernels::gemm(dev, true, false, 1.0f, pre_.view(), gy, 1.0f, weight2_.grad.view());
+    Matrix& gp = ensure(gpre_, n_own, mlp_, dev_);
+    kernels::gemm(dev, false, true, 1.0f, gy, weight2_.value.view(), 0.0f, gp.view());
+    // Through the ReLU (q > 0 where p > 0) and b1: gp = dL/dp.
+    kernels::relu_backward(dev, pre_.view(), gp.view(), gp.view());
+    if (cfg_.bias) kernels::column_sum(dev, gp.view(), 1.0f, bias1_.grad.data());
+    if (aggregate_first_ && !used_sparse_) {
+      // p = h W1, h = A x + (1+eps) x_own: dW1 += hᵀ gp; gh = gp W1ᵀ; d(eps) = <gh, x_own>;
+      // gx = Aᵀ gh + (1+eps) gh on owned rows.
+      kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gp.view(), 1.0f, weight1_.grad.view());
+      Matrix& gh = ensure(scratch_, n_own, cfg_.in_dim, dev_);
+      kernels::gemm(dev, false, true, 1.0f, gp.view(), weight1_.value.view(), 0.0f, gh.view());
+      if (cfg_.train_eps) accumulate_dot(dev, gh.view(), x_.rows_range(0, n_own), eps_.grad);
+      if (gx.data == nullptr) return;
+      kernels::spmm(dev, op_.a_t.view(), gh.view(), 0.0f, gx);
+      kernels::axpy(dev, self_weight_, gh.view(), gx.rows_range(0, n_own));
+      return;
+    }
+    // p = A t + (1+eps) t_own, t = x W1: gt = Aᵀ gp + (1+eps) gp on owned rows;
+    // d(eps) = <gp, t_own>; dW1 += xᵀ gt; gx = gt W1ᵀ.
+    Matrix& gt = ensure(scratch_, n_local, mlp_, dev_);
+    kernels::spmm(dev, op_.a_t.view(), gp.view(), 0.0f, gt.view());
+    kernels::axpy(dev, self_weight_, gp.view(), gt.view().rows_range(0, n_own));
+    if (cfg_.train_eps) accumulate_dot(dev, gp.view(), saved_t_.view().rows_range(0, n_own), eps_.grad);
+    if (used_sparse_) {
+      kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight1_.grad.view());
+    } else {
+      kernels::gemm(dev, true, false, 1.0f, x_, gt.view(), 1.0f, weight1_.grad.view());
+    }
+    if (gx.data == nullptr) return;
+    kernels::gemm(dev, false, true, 1.0f, gt.view(), weight1_.value.view(), 0.0f, gx);
+  }
+
+ private:
+  static std::string name(std::int32_t layer, const char* what) {
+    return "layer" + std::to_string(layer) + "." + what;
+  }
+
+  /// eps as the forward uses it: the parameter's current value when trained, else the constant.
+  float current_eps() const {
+    if (!cfg_.train_eps) return cfg_.eps;
+    float e = 0.0f;
+    dev_->copy_to_host(&e, eps_.value.data(), sizeof e);
+    return e;
+  }
+
+  /// out(0, 0) += <a, b>, both contiguous row blocks of the same shape: the product of a as one
+  /// 1 x n row and b as one n x 1 column.
+  static void accumulate_dot(const Device& dev, ConstDenseView a, ConstDenseView b, Matrix& out) {
+    GNN_ASSERT(a.rows == b.rows && a.cols == b.cols, "gin: eps gradient shapes differ");
+    const std::int64_t n = a.rows * a.cols;
+    kernels::gemm(dev, false, false, 1.0f, ConstDenseView{a.data, 1, n}, ConstDenseView{b.data, n, 1},
+                  1.0f, out.view());
+  }
+
+  LayerConfig cfg_;
+  std::int64_t mlp_;  ///< MLP hidden width
+  Parameter weight1_, bias1_, weight2_, bias2_, eps_;
+  bool aggregate_first_;
+  DevicePtr dev_;
+  GraphOperator op_;                 ///< the adjacency, structure only (values 1)
+  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  bool used_sparse_ = false;         ///< the last forward read sparse_x_
+  float self_weight_ = 1.0f;         ///< 1 + eps of the last forward
+  ConstDenseView x_;                 ///< the last forward's dense x
+  CsrView x_csr_;                    ///< the last forward's sparse x
+  Matrix saved_h_;                   ///< aggregate first: h = A x + (1+eps) x_own
+  Matrix saved_t_;                   ///< transform first: t = x W1 (all local rows)
+  Matrix pre_;                       ///< q = ReLU(h W1 + b1)
+  Matrix gpre_, scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_gin_layer(const LayerConfig& cfg, std::uint64_t seed,
+                                      std::int32_t layer_index) {
+  return std::make_unique<GinLayer>(cfg, seed, layer_index);
+}
+
+}  // namespace halognn::detail
