@@ -65,6 +65,23 @@ void collective_try(MPI_Comm comm, F&& f) {
   agree_or_throw(comm, failure);
 }
 
+/// A start-up failure that every rank of MPI_COMM_WORLD knows about (see startup_step).
+struct StartupFailure {
+  std::string what;
+};
+
+/// Runs one fallible start-up step of a tool on every rank; if it failed on any rank, every rank
+/// throws StartupFailure (rank 0 holds its own message or the lowest failing rank's), so all ranks
+/// exit non-zero and none is left waiting in a later collective.
+template <typename F>
+void startup_step(F&& f) {
+  try {
+    collective_try(MPI_COMM_WORLD, std::forward<F>(f));
+  } catch (const std::exception& e) {
+    throw StartupFailure{e.what()};
+  }
+}
+
 }  // namespace halognn
 
 /// Throws halognn::MpiError naming the call, MPI's error string, file and line when an MPI call

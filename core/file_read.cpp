@@ -73,4 +73,17 @@ std::string read_file_text(const std::string& path) {
   return out;
 }
 
+bool path_lies_within(const std::filesystem::path& inner, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(inner, ec);
+  if (ec) return false;
+  const fs::path b = fs::weakly_canonical(dir, ec);
+  if (ec) return false;
+  auto ai = a.begin(), bi = b.begin();
+  for (; bi != b.end(); ++ai, ++bi)
+    if (ai == a.end() || *ai != *bi) return false;
+  return true;
+}
+
 }  // namespace halognn

@@ -4,6 +4,7 @@
 /// directory where a file is expected (which stream-based reading would take for a file of
 /// absurd size), a permission problem, a failed read. Every reader of a whole file uses these.
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,9 @@ std::vector<std::byte> read_file_bytes(const std::string& path);
 
 /// The whole file as text (bytes unchanged).
 std::string read_file_text(const std::string& path);
+
+/// Whether `inner` is `dir` or lies below it, after resolving both (a path that cannot be
+/// resolved lies nowhere).
+bool path_lies_within(const std::filesystem::path& inner, const std::filesystem::path& dir);
 
 }  // namespace halognn

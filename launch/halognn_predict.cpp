@@ -25,24 +25,6 @@
 using namespace halognn;
 namespace po = boost::program_options;
 
-namespace {
-
-struct Failure {
-  std::string what;
-};
-
-/// One fallible step on every rank; a failure anywhere makes every rank throw Failure.
-template <typename F>
-void step(F&& f) {
-  try {
-    collective_try(MPI_COMM_WORLD, std::forward<F>(f));
-  } catch (const std::exception& e) {
-    throw Failure{e.what()};
-  }
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CommWatchdog watchdog;
   MpiEnv mpi(argc, argv);
@@ -59,7 +41,7 @@ int main(int argc, char** argv) {
         ("device", po::value(&device)->default_value("cpu"), "cpu | cuda")
         ("comm-timeout", po::value(&timeout)->default_value(300),
          "seconds one blocking communication step may take before every rank is aborted (0: never)");
-    step([&] {
+    startup_step([&] {
       po::variables_map vm;
       try {
         po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
@@ -84,27 +66,27 @@ int main(int argc, char** argv) {
 
     SavedModel model;
     TrainConfig cfg;
-    step([&] {
+    startup_step([&] {
       model = read_model(model_path);
       cfg = model_config(model, partition);
       cfg.device = device;
       cfg.comm_timeout_s = timeout;
     });
     LocalPartition part;
-    step([&] { part = read_local_partition(partition, rank, size); });
-    step([&] { check_partition_agreement(MPI_COMM_WORLD, part, partition); });
+    startup_step([&] { part = read_local_partition(partition, rank, size); });
+    startup_step([&] { check_partition_agreement(MPI_COMM_WORLD, part, partition); });
     DevicePtr dev;
-    step([&] {
+    startup_step([&] {
       dev = device == "cuda" ? cuda_device(static_cast<int>(rank) % std::max(1, cuda_device_count()))
                              : cpu_device();
     });
     std::unique_ptr<Transport> transport;
-    step([&] {
+    startup_step([&] {
       transport = device == "cuda" ? make_nccl_transport(MPI_COMM_WORLD, dev)
                                    : make_mpi_transport(MPI_COMM_WORLD);
     });
     std::unique_ptr<Trainer> trainer;
-    step([&] {
+    startup_step([&] {
       trainer = std::make_unique<Trainer>(cfg, std::move(part), *transport, dev);
       // Shapes are checked array by array: a model of another width, depth or dataset is
       // refused naming the array.
@@ -119,7 +101,7 @@ int main(int argc, char** argv) {
                   cfg.layers, partition.c_str(), static_cast<int>(size));
     }
     return 0;
-  } catch (const Failure& e) {
+  } catch (const StartupFailure& e) {
     if (rank == 0) std::cerr << "halognn-predict: " << e.what << std::endl;
     return 1;
   } catch (const std::exception& e) {

@@ -33,23 +33,6 @@ using namespace halognn;
 
 namespace {
 
-/// A start-up failure that every rank knows about (see startup_step).
-struct StartupFailure {
-  std::string what;
-};
-
-/// Runs one fallible start-up step on every rank; if it failed on any rank, every rank throws
-/// StartupFailure (rank 0 holds its own message or the lowest failing rank's), so all ranks exit
-/// non-zero and none is left waiting in a later collective.
-template <typename F>
-void startup_step(F&& f) {
-  try {
-    collective_try(MPI_COMM_WORLD, std::forward<F>(f));
-  } catch (const std::exception& e) {
-    throw StartupFailure{e.what()};
-  }
-}
-
 /// This rank's node: a communicator of the ranks sharing its memory.
 MPI_Comm node_comm() {
   BlockingScope blocked("MPI_Comm_split_type (grouping the ranks by node)");

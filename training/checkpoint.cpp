@@ -86,17 +86,6 @@ fs::path existing_ancestor(fs::path p) {
 }
 
 /// True when `inner` is `dir` or lies below it (both resolved; `inner` need not exist).
-bool lies_within(const fs::path& inner, const fs::path& dir) {
-  std::error_code ec;
-  const fs::path a = fs::weakly_canonical(inner, ec);
-  if (ec) return false;
-  const fs::path b = fs::weakly_canonical(dir, ec);
-  if (ec) return false;
-  auto ai = a.begin(), bi = b.begin();
-  for (; bi != b.end(); ++ai, ++bi)
-    if (ai == a.end() || *ai != *bi) return false;
-  return true;
-}
 
 template <typename T>
 T manifest_value(const Json& j, const char* key, const std::string& path) {
@@ -365,7 +354,7 @@ void check_model_path(const std::string& path, const std::vector<std::string>& i
   for (const std::string& in : inputs) {
     if (in.empty()) continue;
     if (fs::is_directory(in, ec)) {
-      GNN_CHECK_INPUT(!lies_within(path, in), path, "lies inside ", in,
+      GNN_CHECK_INPUT(!path_lies_within(path, in), path, "lies inside ", in,
                       ", an input of this run; refusing to write the model there");
     } else if (fs::exists(path, ec) && fs::exists(in, ec)) {
       GNN_CHECK_INPUT(!fs::equivalent(path, in, ec), path, "is ", in,

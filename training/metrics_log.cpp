@@ -11,6 +11,7 @@
 
 #include "core/atomic_output.hpp"
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace halognn {
 namespace fs = std::filesystem;
@@ -19,17 +20,6 @@ namespace {
 std::string os_reason() { return std::strerror(errno); }
 
 /// True when `inner` is `dir` or lies below it (both resolved; `inner` need not exist).
-bool lies_within(const fs::path& inner, const fs::path& dir) {
-  std::error_code ec;
-  const fs::path a = fs::weakly_canonical(inner, ec);
-  if (ec) return false;
-  const fs::path b = fs::weakly_canonical(dir, ec);
-  if (ec) return false;
-  auto ai = a.begin(), bi = b.begin();
-  for (; bi != b.end(); ++ai, ++bi)
-    if (ai == a.end() || *ai != *bi) return false;
-  return true;
-}
 
 /// A halognn metrics file starts with an epoch line or a final/diverged event line.
 bool looks_like_metrics(const std::string& path) {
@@ -57,7 +47,7 @@ void MetricsLog::check_path(const std::string& path, const std::vector<std::stri
     if (in.empty()) continue;
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
-      GNN_CHECK_INPUT(!lies_within(path, in), path, "lies inside ", in,
+      GNN_CHECK_INPUT(!path_lies_within(path, in), path, "lies inside ", in,
                       ", an input of this run; refusing to write metrics there");
     } else if (exists && fs::exists(in, ec)) {
       GNN_CHECK_INPUT(!fs::equivalent(path, in, ec), path, "is ", in,
