@@ -54,11 +54,14 @@ fi
 bin=$build/bin
 data=$build/data
 ranks=${RANKS:-4}
-if [[ ! -f $data/default/manifest.json ]]; then
+# Made again when the tool that made them was rebuilt since (its defaults or format may differ).
+if [[ ! -f $data/default/manifest.json || $bin/halognn-data -nt $data/default/manifest.json ]]; then
   "$bin/halognn-data" generate --out "$data/default"
 fi
 "$bin/halognn-data" inspect "$data/default"
-if [[ ! -f $data/default.p$ranks/manifest.json ]]; then
+part_manifest=$data/default.p$ranks/manifest.json
+if [[ ! -f $part_manifest || $bin/halognn-partition -nt $part_manifest ||
+      $data/default/manifest.json -nt $part_manifest ]]; then
   "$bin/halognn-partition" --data "$data/default" --parts "$ranks" --out "$data/default.p$ranks"
 fi
 # One OpenMP thread per core share, ranks unbound (Open MPI would pin each rank, and with it all of
