@@ -11,6 +11,7 @@
 
 #include "core/atomic_output.hpp"
 #include "core/data/dataset.hpp"
+#include "core/data/state_io.hpp"
 #include "core/data/npy.hpp"
 #include "core/error.hpp"
 
@@ -28,16 +29,6 @@ std::string join(const std::string& dir, const std::string& file) {
   return (fs::path(dir) / file).string();
 }
 
-std::string shape_str(const std::vector<std::int64_t>& shape) {
-  std::string s = "(";
-  for (std::size_t k = 0; k < shape.size(); ++k) {
-    s += std::to_string(shape[k]);
-    if (shape.size() == 1 || k + 1 < shape.size()) s += ",";
-    if (k + 1 < shape.size()) s += " ";
-  }
-  return s + ")";
-}
-
 std::string range_str(std::int64_t lo, std::int64_t hi) {
   return "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
 }
@@ -53,8 +44,8 @@ void expect_dtype(const NpyArray& a, std::initializer_list<NpyType> allowed, con
 void expect_shape(const NpyArray& a, const std::vector<std::int64_t>& want, const char* pretty,
                   const std::string& origin) {
   if (a.shape != want)
-    throw InputError(origin, "shape " + shape_str(a.shape) + " does not match the expected " +
-                                 pretty + " = " + shape_str(want));
+    throw InputError(origin, "shape " + format_shape(a.shape) + " does not match the expected " +
+                                 pretty + " = " + format_shape(want));
 }
 
 /// Element k (in stored order) of an int32/int64 array.
@@ -195,7 +186,7 @@ std::vector<GlobalId> read_split(const std::string& dir, int split, std::int64_t
   const NpyArray a = read_npy(idx_path);
   expect_dtype(a, {NpyType::i8, NpyType::i4}, "int64 or int32", idx_path);
   if (a.shape.size() != 1)
-    throw InputError(idx_path, "shape " + shape_str(a.shape) + " is not 1-D (k,)");
+    throw InputError(idx_path, "shape " + format_shape(a.shape) + " is not 1-D (k,)");
   idx.resize(static_cast<std::size_t>(a.count()));
   for (std::int64_t k = 0; k < a.count(); ++k) idx[k] = int_at(a, k);
   std::sort(idx.begin(), idx.end());
@@ -272,7 +263,7 @@ Dataset read_dataset(const std::string& dir) {
     NpyArray a = read_npy(path);
     expect_dtype(a, {NpyType::i8, NpyType::i4}, "int64 or int32", path);
     if (a.shape.size() != 2 || a.shape[1] != 2)
-      throw InputError(path, "shape " + shape_str(a.shape) + " is not (num_edges, 2)");
+      throw InputError(path, "shape " + format_shape(a.shape) + " is not (num_edges, 2)");
     const std::int64_t e = a.shape[0];
     if (e != num_edges)
       throw InputError(path, std::to_string(e) + " rows but manifest.json says num_edges = " +
@@ -294,7 +285,7 @@ Dataset read_dataset(const std::string& dir) {
     NpyArray a = read_npy(path);
     expect_dtype(a, {NpyType::f4, NpyType::f8}, "float32 or float64", path);
     if (a.shape.size() != 2 || a.shape[0] != n)
-      throw InputError(path, "shape " + shape_str(a.shape) + " is not (num_nodes, num_features) "
+      throw InputError(path, "shape " + format_shape(a.shape) + " is not (num_nodes, num_features) "
                                  "with num_nodes = " + std::to_string(n) + " from manifest.json");
     if (a.shape[1] != num_features)
       throw InputError(path, std::to_string(a.shape[1]) +

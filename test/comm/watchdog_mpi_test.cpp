@@ -12,22 +12,14 @@
 
 #include "comm/transport.hpp"
 #include "comm/watchdog.hpp"
+#include "test/comm/watchdog_recorder.hpp"
 
 namespace halognn {
 namespace {
 
 using namespace std::chrono_literals;
 
-struct Recorder {
-  std::mutex mutex;
-  std::vector<std::string> messages;
-  CommWatchdog::OnTimeout callback() {
-    return [this](const std::string& m) {
-      std::lock_guard<std::mutex> lock(mutex);
-      messages.push_back(m);
-    };
-  }
-};
+using Recorder = testing::WatchdogRecorder;
 
 TEST(WatchdogMpi, AnExchangeWhosePeerDoesNotPostIsReportedWithThePeer) {
   auto t = make_mpi_transport(MPI_COMM_WORLD);

@@ -13,6 +13,7 @@
 
 #include "comm/request.hpp"
 #include "comm/watchdog.hpp"
+#include "test/comm/watchdog_recorder.hpp"
 #include "core/error.hpp"
 
 namespace halognn {
@@ -20,21 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Records what the watchdog reports instead of aborting.
-struct Recorder {
-  std::mutex mutex;
-  std::vector<std::string> messages;
-  CommWatchdog::OnTimeout callback() {
-    return [this](const std::string& m) {
-      std::lock_guard<std::mutex> lock(mutex);
-      messages.push_back(m);
-    };
-  }
-  std::vector<std::string> get() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return messages;
-  }
-};
+using Recorder = testing::WatchdogRecorder;
 
 /// wait() blocks for a while (a slow peer); test() is never complete.
 class SlowOperation final : public Request::Operation {
