@@ -380,7 +380,7 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
         files.push_back({{"rank", lp.rank}, {"file", name}, {"bytes", info.bytes},
                          {"crc32", info.crc32}});
       },
-      &report);
+      &report, cfg.order);
 
   Json dataset = Json::object();
   dataset["name"] = ds.name;
@@ -399,6 +399,8 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   m["method"] = to_string(cfg.method);
   m["objective"] = to_string(cfg.objective);
   m["seed"] = static_cast<std::int64_t>(cfg.seed);
+  m["order"] = to_string(cfg.order.kind);
+  if (cfg.order.kind == LocalOrder::Kind::blocks) m["order_block_rows"] = cfg.order.block_rows;
   m["edge_cut"] = report.edge_cut;
   m["total_volume"] = report.total_volume;
   m["imbalance"] = report.imbalance;
