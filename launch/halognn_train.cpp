@@ -18,6 +18,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "training/train_cli.hpp"
 #include "training/trainer.hpp"
 #include "partition/partition_io.hpp"
@@ -123,11 +124,15 @@ int main(int argc, char** argv) {
     if (rank == 0 && !cli.cfg.quiet)
       std::cout << "halognn-train: " << size << " rank(s), model " << to_string(cli.cfg.model)
                 << ", device " << dev->name() << ", partition " << cli.cfg.partition_dir
-                << ", exchange " << to_string(cli.cfg.exchange)
+                << ", exchange " << to_string(cli.cfg.exchange) << ", numerics "
+                << kernels::to_string(cli.cfg.numerics) << " ("
+                << kernels::to_string(kernels::cpu_isa()) << ")"
                 << (cli.cfg.emulate_link.empty()
                         ? std::string()
                         : ", EMULATED link " + cli.cfg.emulate_link + " (Gb/s[,us])")
                 << "\n";
+    // Kernel numerics are process-wide (core/kernels/cpu_isa.hpp).
+    kernels::set_cpu_numerics(cli.cfg.numerics);
     std::unique_ptr<Trainer> trainer;
     startup_step([&] {
       trainer = std::make_unique<Trainer>(cli.cfg, std::move(part), *transport, dev);

@@ -45,7 +45,7 @@ std::vector<std::string> config_tokens(const std::string& path, const po::option
 TrainCli parse_train_cli(int argc, const char* const* argv) {
   TrainCli cli;
   TrainConfig& c = cli.cfg;
-  std::string model = "gcn", optimizer = "adam", exchange = "sync", config_file;
+  std::string model = "gcn", optimizer = "adam", exchange = "sync", numerics = "fast", config_file;
   bool dense_features = false;
   int staleness_bound_alias = -1;
   po::options_description general("General");
@@ -79,7 +79,10 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
        "keep layer 0's input dense even when under 10% of it is non-zero "
        "(default: such features are held as CSR, which is faster and smaller)")
       ("row-normalize", po::bool_switch(&c.row_normalize_features),
-       "divide each feature row by its sum (Kipf & Welling preprocessing)");
+       "divide each feature row by its sum (Kipf & Welling preprocessing)")
+      ("numerics", po::value(&numerics)->default_value("fast"),
+       "CPU kernels: fast (fused multiply-adds where the CPU has FMA) | portable (the same bits "
+       "on every x86-64 CPU)");
   po::options_description comm_opts("Halo exchange");
   comm_opts.add_options()
       ("codec", po::value(&c.codec)->default_value("fp32"),
@@ -123,6 +126,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.model = parse_model_kind(model);
   c.optimizer = parse_optimizer_kind(optimizer);
   c.exchange = parse_exchange_mode(exchange);
+  c.numerics = kernels::parse_cpu_numerics(numerics);
   if (vm.count("staleness-bound")) {
     GNN_CHECK_CONFIG(vm["sync-every"].defaulted(),
                      "give --sync-every or its old name --staleness-bound, not both");

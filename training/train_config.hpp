@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/json.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "models/layer.hpp"
 
 namespace halognn {
@@ -37,6 +38,10 @@ struct TrainConfig {
   /// Layer 0 reads the features as CSR when fewer than 10% of a rank's entries are non-zero
   /// (bag-of-words data; same results up to float summation order); false forces the dense path.
   bool sparse_features = true;
+  /// CPU kernel numerics (core/kernels/cpu_isa.hpp): fast fuses multiply-adds where the CPU has
+  /// FMA; portable gives the same bits on every x86-64 CPU. Process-wide: halognn-train applies
+  /// it with kernels::set_cpu_numerics before building the Trainer.
+  kernels::CpuNumerics numerics = kernels::CpuNumerics::fast;
   std::string metrics_path;    ///< JSON lines; empty = none
   bool quiet = false;          ///< no per-epoch progress lines
 

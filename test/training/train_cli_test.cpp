@@ -28,17 +28,29 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
                             "--lr", "0.005", "--dropout", "0.6", "--codec-forward", "fp32,q1,q2",
                             "--exchange", "pipelined", "--sync-every", "5", "--smoothing", "0.9",
                             "--row-normalize", "--dense-features", "--emulate-link", "1,50",
-                            "--seed", "18446744073709551615", "--quiet", "--dump-config"});
+                            "--numerics", "portable", "--seed", "18446744073709551615", "--quiet",
+                            "--dump-config"});
   std::ofstream(dir.file("run.json")) << dumped(a);
   const TrainCli b = parse({"--config", dir.file("run.json"), "--dump-config"});
   EXPECT_EQ(dumped(b), dumped(a));
   EXPECT_EQ(b.cfg.seed, 18446744073709551615ull);
   EXPECT_FLOAT_EQ(b.cfg.lr, 0.005f);
   EXPECT_FALSE(b.cfg.sparse_features);
+  EXPECT_EQ(b.cfg.numerics, kernels::CpuNumerics::portable);
   // The defaults round-trip too.
   const TrainCli d = parse({"--partition", "p", "--dump-config"});
   std::ofstream(dir.file("default.json")) << dumped(d);
   EXPECT_EQ(dumped(parse({"--config", dir.file("default.json")})), dumped(d));
+}
+
+TEST(TrainCli, NumericsDefaultToFastAndRejectUnknownModes) {
+  EXPECT_EQ(parse({"--partition", "p"}).cfg.numerics, kernels::CpuNumerics::fast);
+  try {
+    parse({"--partition", "p", "--numerics", "exact"});
+    ADD_FAILURE() << "unknown numerics accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--numerics"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TrainCli, CommandLineWinsOverTheConfigFile) {
