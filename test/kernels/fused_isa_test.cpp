@@ -232,6 +232,38 @@ std::vector<float> run_all_kernels() {
       keep(yt);
     }
   }
+  // Attention: scores (dot products), the weighted aggregation and its backward, 1 and 3 heads
+  // of widths with and without scalar tails.
+  for (const std::int32_t heads : {1, 3}) {
+    for (const std::int64_t f : {8, 37, 64}) {
+      const std::int64_t w = heads * f;
+      const test::HostCsr g = random_csr(120, 120, 25, false, 36);
+      const CsrMatrix ga = g.to_device();
+      std::vector<std::int32_t> t_ptr(121, 0), t_col(g.col.size()), t_to_a(g.col.size());
+      for (const std::int32_t c : g.col) ++t_ptr[c + 1];
+      for (int c = 0; c < 120; ++c) t_ptr[c + 1] += t_ptr[c];
+      std::vector<std::int32_t> pos(t_ptr.begin(), t_ptr.end() - 1);
+      for (std::int32_t v = 0; v < 120; ++v)
+        for (std::int32_t k = g.row_ptr[v]; k < g.row_ptr[v + 1]; ++k) {
+          t_col[pos[g.col[k]]] = v;
+          t_to_a[pos[g.col[k]]++] = k;
+        }
+      const CsrView at{120, 120, ga.nnz(), t_ptr.data(), t_col.data(), nullptr};
+      const Matrix z = random_matrix(120, w, 37), att = random_matrix(heads, f, 38);
+      const Matrix gy = random_matrix(120, w, 39);
+      Matrix s_dst(120, heads), s_src(120, heads), y(120, w), gz(120, w), gs_dst(120, heads),
+          gs_src(120, heads), alpha(1, ga.nnz() * heads), edge(1, ga.nnz() * heads);
+      kernels::head_dot(cpu(), z.view(), att.data(), heads, s_src.data());
+      kernels::head_dot(cpu(), gy.view(), att.data(), heads, s_dst.data());
+      kernels::gat_aggregate(cpu(), ga.view(), z.view(), s_dst.data(), s_src.data(), heads, 0.2f,
+                             alpha.data(), y.view());
+      kernels::gat_aggregate_backward(cpu(), ga.view(), at, t_to_a.data(), z.view(),
+                                      s_dst.data(), s_src.data(), heads, 0.2f, alpha.data(),
+                                      gy.view(), edge.data(), gs_dst.data(), gs_src.data(),
+                                      gz.view());
+      for (const Matrix* m : {&s_dst, &s_src, &y, &alpha, &gz, &gs_dst, &gs_src}) keep(*m);
+    }
+  }
   return out;
 }
 

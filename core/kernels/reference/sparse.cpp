@@ -25,24 +25,16 @@
 #include "core/kernels/reference/reference_kernels.hpp"
 #include "core/kernels/reference/scratch.hpp"
 #include "core/kernels/reference/simd.hpp"
+#include "core/kernels/reference/sparse_rows.hpp"
 
 namespace halognn::kernels::reference {
+namespace detail {
 namespace {
 
 /// Bytes of gathered x (or of transposed partials) a feature block may span.
 constexpr double kCacheBudget = 16.0 * (1 << 20);
 /// Stored entries per row chunk (rows are never split).
 constexpr std::int64_t kChunkEntries = 1 << 14;
-
-struct SpmmArgs {
-  CsrView a;
-  const float* x = nullptr;
-  std::int64_t ldx = 0;
-  float beta = 0.0f;
-  const float* bias = nullptr;
-  float* y = nullptr;
-  std::int64_t ldy = 0;
-};
 
 void spmm_scalar(const SpmmArgs& s, std::int64_t r0, std::int64_t r1, std::int64_t f0,
                  std::int64_t f1) {
@@ -52,7 +44,7 @@ void spmm_scalar(const SpmmArgs& s, std::int64_t r0, std::int64_t r1, std::int64
       float acc = s.beta == 0.0f ? 0.0f : s.beta * out[f];
       for (std::int32_t k = s.a.row_ptr[i]; k < s.a.row_ptr[i + 1]; ++k) {
         const float in = s.x[static_cast<std::int64_t>(s.a.col[k]) * s.ldx + f];
-        acc = s.a.val ? s.a.val[k] * in + acc : in + acc;
+        acc = s.a.val ? s.a.val[k * s.val_stride] * in + acc : in + acc;
       }
       if (s.bias) acc = acc + s.bias[f];
       out[f] = acc;
@@ -91,18 +83,8 @@ using V = simd::Avx512;
 }  // namespace isa_avx512
 HALOGNN_END_TARGET
 
-using RowsFn = void (*)(const SpmmArgs&, std::int64_t, std::int64_t, std::int64_t, std::int64_t);
 using ScatterFn = void (*)(const SpmmArgs&, std::int64_t, std::int64_t, std::int64_t,
                            std::int64_t, float*, std::int64_t);
-
-RowsFn rows_fn() {
-  switch (cpu_isa()) {
-    case CpuIsa::avx512: return isa_avx512::spmm_rows;
-    case CpuIsa::avx2: return isa_avx2::spmm_rows;
-    case CpuIsa::sse2: break;
-  }
-  return isa_sse2::spmm_rows;
-}
 
 ScatterFn scatter_fn() {
   switch (cpu_isa()) {
@@ -111,19 +93,6 @@ ScatterFn scatter_fn() {
     case CpuIsa::sse2: break;
   }
   return isa_sse2::scatter_rows;
-}
-
-/// Row boundaries of chunks of about kChunkEntries stored entries (at least one row each).
-std::vector<std::int64_t> row_chunks(const CsrView& a) {
-  std::vector<std::int64_t> bounds{0};
-  const std::int64_t chunks = std::max<std::int64_t>(1, a.nnz / kChunkEntries);
-  for (std::int64_t c = 1; c < chunks; ++c) {
-    const std::int64_t target = a.nnz * c / chunks;
-    const std::int64_t r = std::upper_bound(a.row_ptr, a.row_ptr + a.rows + 1, target) - a.row_ptr - 1;
-    if (r > bounds.back()) bounds.push_back(r);
-  }
-  bounds.push_back(a.rows);
-  return bounds;
 }
 
 /// Width of a feature block: all of f when `rows_touched` x f floats fit the cache budget,
@@ -137,8 +106,8 @@ std::int64_t feature_block(std::int64_t rows_touched, std::int64_t f) {
 
 void run_spmm(const SpmmArgs& s, std::int64_t f) {
   if (s.a.rows == 0 || f == 0) return;
-  const RowsFn fn = rows_fn();
-  const std::vector<std::int64_t> chunks = row_chunks(s.a);
+  const SpmmRowsFn fn = spmm_rows_fn();
+  const std::vector<std::int64_t> chunks = row_chunks(s.a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
   const std::int64_t block = feature_block(s.a.cols, f);
   const std::int64_t n_blocks = (f + block - 1) / block;
@@ -155,18 +124,46 @@ void run_spmm(const SpmmArgs& s, std::int64_t f) {
 
 }  // namespace
 
+SpmmRowsFn spmm_rows_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::spmm_rows;
+    case CpuIsa::avx2: return isa_avx2::spmm_rows;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::spmm_rows;
+}
+
+std::vector<std::int64_t> row_chunks(const CsrView& a, std::int64_t entries) {
+  // Offsets are absolute: a view of some rows of a larger CSR starts at row_ptr[0] != 0.
+  const std::int64_t first = a.rows > 0 ? a.row_ptr[0] : 0;
+  const std::int64_t total = a.rows > 0 ? a.row_ptr[a.rows] - first : 0;
+  std::vector<std::int64_t> bounds{0};
+  const std::int64_t chunks = std::max<std::int64_t>(1, total / std::max<std::int64_t>(entries, 1));
+  for (std::int64_t c = 1; c < chunks; ++c) {
+    const std::int64_t target = first + total * c / chunks;
+    const std::int64_t r = std::upper_bound(a.row_ptr, a.row_ptr + a.rows + 1, target) - a.row_ptr - 1;
+    if (r > bounds.back()) bounds.push_back(r);
+  }
+  bounds.push_back(a.rows);
+  return bounds;
+}
+
+}  // namespace detail
+
+using detail::SpmmArgs;
+
 void spmm(CsrView a, ConstDenseView x, float beta, DenseView y) {
   GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
              "spmm: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x", x.cols,
              ", y ", y.rows, "x", y.cols, ")");
-  run_spmm(SpmmArgs{a, x.data, x.cols, beta, nullptr, y.data, y.cols}, x.cols);
+  detail::run_spmm(SpmmArgs{a, x.data, x.cols, beta, nullptr, y.data, y.cols}, x.cols);
 }
 
 void spmm_bias(CsrView a, ConstDenseView x, const float* bias, DenseView y) {
   GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
              "spmm_bias: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x",
              x.cols, ", y ", y.rows, "x", y.cols, ")");
-  run_spmm(SpmmArgs{a, x.data, x.cols, 0.0f, bias, y.data, y.cols}, x.cols);
+  detail::run_spmm(SpmmArgs{a, x.data, x.cols, 0.0f, bias, y.data, y.cols}, x.cols);
 }
 
 void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {
@@ -185,11 +182,11 @@ void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {
         a.row_ptr, a.row_ptr + a.rows + 1, target) - a.row_ptr - 1)));
   }
   bounds.push_back(a.rows);
-  const std::int64_t block = feature_block(n_out * team, f);
+  const std::int64_t block = detail::feature_block(n_out * team, f);
   float* partials = team > 1 ? scratch::shared_floats(static_cast<std::size_t>(
                                    (team - 1) * n_out * block))
                              : nullptr;
-  const ScatterFn fn = scatter_fn();
+  const detail::ScatterFn fn = detail::scatter_fn();
   const SpmmArgs s{a, x.data, x.cols, 0.0f, nullptr, nullptr, 0};
 #pragma omp parallel num_threads(team)
   for (std::int64_t f0 = 0; f0 < f; f0 += block) {
