@@ -1,6 +1,7 @@
 #include "comm/halo_exchange.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,13 +25,21 @@ void ensure(Buffer<T>& buf, std::size_t n, const DevicePtr& dev) {
   buf = Buffer<T>(n, dev);
 }
 
+HaloPlan reverse_of(const std::shared_ptr<const HaloPlan>& plan) {
+  GNN_ASSERT(plan != nullptr, "halo exchange needs a plan");
+  return plan->reverse();
+}
+
+/// Header of a variable-size message: u32 slot count, then the u32 index of each slot.
+std::size_t header_bytes(std::size_t count) { return sizeof(std::uint32_t) * (1 + count); }
+
 }  // namespace
 
 /// Buffers of one (layer, direction), reused from epoch to epoch while no exchange of that
 /// (layer, direction) is in flight.
 struct HaloExchange::Workspace {
-  Buffer<float> send_rows;        // gathered rows to encode (when the send side is not contiguous)
-  Buffer<float> recv_rows;        // decoded rows to scatter-add (backward)
+  Buffer<float> send_rows;        // packed slots to encode (when the send side is not the identity)
+  Buffer<float> recv_rows;        // decoded slots to unpack (when the receive side is not in place)
   Buffer<std::byte> send_bytes;   // encoded blocks on the device, peer after peer
   Buffer<std::byte> recv_bytes;
   Buffer<std::byte> send_host;    // host staging when the device is not the host
@@ -56,13 +65,6 @@ class HaloExchange::ExchangeOperation final : public Request::Operation {
   std::string what_;
 };
 
-namespace {
-HaloPlan reverse_of(const std::shared_ptr<const HaloPlan>& plan) {
-  GNN_ASSERT(plan != nullptr, "halo exchange needs a plan");
-  return plan->reverse();
-}
-}  // namespace
-
 HaloExchange::HaloExchange(std::shared_ptr<const HaloPlan> plan, Transport& transport,
                            TrafficCounter& traffic, int tag_base)
     : plan_(std::move(plan)), reverse_plan_(reverse_of(plan_)), transport_(transport),
@@ -86,9 +88,19 @@ void HaloExchange::set_default_codec(Direction dir, std::shared_ptr<const Codec>
   default_codec_[static_cast<int>(dir)] = std::move(codec);
 }
 
-const Codec& HaloExchange::codec(int layer, Direction dir) const {
+std::shared_ptr<const Codec> HaloExchange::codec_ptr(int layer, Direction dir) const {
   auto it = codecs_.find({layer, static_cast<int>(dir)});
-  return it != codecs_.end() ? *it->second : *default_codec_[static_cast<int>(dir)];
+  return it != codecs_.end() ? it->second : default_codec_[static_cast<int>(dir)];
+}
+
+const Codec& HaloExchange::codec(int layer, Direction dir) const { return *codec_ptr(layer, dir); }
+
+const SlotMap& HaloExchange::sending_side(Direction dir) const {
+  return dir == Direction::forward ? plan_->send() : reverse_plan_.send();
+}
+
+const SlotMap& HaloExchange::receiving_side(Direction dir) const {
+  return dir == Direction::forward ? plan_->recv() : reverse_plan_.recv();
 }
 
 std::shared_ptr<HaloExchange::Workspace> HaloExchange::workspace(int layer, Direction dir) {
@@ -98,6 +110,15 @@ std::shared_ptr<HaloExchange::Workspace> HaloExchange::workspace(int layer, Dire
   // this one its own buffers rather than overwrite the ones being sent from.
   if (ws.use_count() > 1) return std::make_shared<Workspace>();
   return ws;
+}
+
+Request HaloExchange::wrap(Request inner, std::function<void()> complete, int layer,
+                           Direction dir, const char* kind) {
+  return Request(std::make_unique<ExchangeOperation>(
+                     std::move(inner), &wait_seconds_,
+                     std::string(kind) + " halo exchange of layer " + std::to_string(layer) +
+                         " " + to_string(dir) + " on rank " + std::to_string(plan_->rank())),
+                 std::move(complete));
 }
 
 Request HaloExchange::start_forward(int layer, std::int64_t epoch, std::uint64_t seed,
@@ -118,23 +139,19 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   const int tag_value = tag(layer, dir);
   GNN_ASSERT(tag_value <= transport_.max_tag(), "layer ", layer, " needs tag ", tag_value,
              " above the transport's maximum ", transport_.max_tag());
-  GNN_ASSERT(src.rows == plan.send_source_rows(), to_string(dir), " exchange of layer ", layer,
-             ": source has ", src.rows, " rows, the plan expects ", plan.send_source_rows());
-  GNN_ASSERT(dst.rows == plan.recv_dest_rows(), to_string(dir), " exchange of layer ", layer,
-             ": destination has ", dst.rows, " rows, the plan expects ", plan.recv_dest_rows());
+  const SlotMap& out = plan.send();
+  const SlotMap& in = plan.recv();
+  GNN_ASSERT(src.rows == out.matrix_rows(), to_string(dir), " exchange of layer ", layer,
+             ": source has ", src.rows, " rows, the plan expects ", out.matrix_rows());
+  GNN_ASSERT(dst.rows == in.matrix_rows(), to_string(dir), " exchange of layer ", layer,
+             ": destination has ", dst.rows, " rows, the plan expects ", in.matrix_rows());
   GNN_ASSERT(src.cols == dst.cols, "source has ", src.cols, " columns, destination ", dst.cols);
-  GNN_ASSERT(accumulate || plan.recv_contiguous(),
-             "an assigning exchange needs contiguous receive rows");
 
   const auto t0 = Clock::now();
   const DevicePtr& dev_ptr = plan.device();
   const Device& dev = *dev_ptr;
   const std::int64_t cols = src.cols;
-  std::shared_ptr<const Codec> codec;
-  {
-    auto it = codecs_.find({layer, static_cast<int>(dir)});
-    codec = it != codecs_.end() ? it->second : default_codec_[static_cast<int>(dir)];
-  }
+  std::shared_ptr<const Codec> codec = codec_ptr(layer, dir);
   std::shared_ptr<Workspace> ws = workspace(layer, dir);
 
   CodecContext base_ctx;
@@ -144,15 +161,15 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   base_ctx.direction = dir;
 
   // Byte layout: one block per peer, in peer order, for both sides.
-  const std::size_t n_send = plan.num_send_peers(), n_recv = plan.num_recv_peers();
+  const std::size_t n_send = out.num_peers(), n_recv = in.num_peers();
   std::vector<EncodedSize> send_size(n_send), recv_size(n_recv);
   std::vector<std::size_t> send_off(n_send + 1, 0), recv_off(n_recv + 1, 0);
   for (std::size_t k = 0; k < n_send; ++k) {
-    send_size[k] = codec->encoded_size(plan.send_count(k), cols);
+    send_size[k] = codec->encoded_size(out.count(k), cols);
     send_off[k + 1] = send_off[k] + send_size[k].total();
   }
   for (std::size_t k = 0; k < n_recv; ++k) {
-    recv_size[k] = codec->encoded_size(plan.recv_count(k), cols);
+    recv_size[k] = codec->encoded_size(in.count(k), cols);
     recv_off[k + 1] = recv_off[k] + recv_size[k].total();
   }
   // Buffer growth (first use of a (layer, direction), or a second exchange in flight) is
@@ -160,26 +177,25 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   const auto t_alloc = Clock::now();
   ensure(ws->send_bytes, send_off[n_send], dev_ptr);
   ensure(ws->recv_bytes, recv_off[n_recv], dev_ptr);
-
-  // Pack: rows that are not already one contiguous block are gathered first.
-  ConstDenseView packed = src;
-  const std::int64_t total_send = plan.total_send_rows();
-  if (!plan.send_contiguous() && total_send > 0 && cols > 0)
-    ensure(ws->send_rows, static_cast<std::size_t>(total_send * cols), dev_ptr);
+  const bool pack = !out.is_identity() && out.total() > 0 && cols > 0;
+  if (pack) ensure(ws->send_rows, static_cast<std::size_t>(out.total() * cols), dev_ptr);
   const double alloc_s = seconds_since(t_alloc);
-  if (!plan.send_contiguous() && total_send > 0 && cols > 0) {
-    DenseView gathered{ws->send_rows.data(), total_send, cols};
-    kernels::gather_rows(dev, src, plan.all_send_rows(), gathered);
-    packed = gathered;
+
+  // Pack: the identity sends the source as it is; otherwise slots = R_send · src.
+  ConstDenseView packed = src;
+  if (pack) {
+    DenseView slots{ws->send_rows.data(), out.total(), cols};
+    out.pack(dev, src, slots);
+    packed = slots;
   }
 
   // Encode one block per peer and record what will cross the wire.
   for (std::size_t k = 0; k < n_send; ++k) {
-    const std::int64_t count = plan.send_count(k);
+    const std::int64_t count = out.count(k);
     if (count > 0 && cols > 0) {
       CodecContext ctx = base_ctx;
-      ctx.row_ids = plan.send_global_ids(k);
-      const std::int64_t off = plan.send_offset(k);
+      ctx.row_ids = out.keys() + out.offset(k);
+      const std::int64_t off = out.offset(k);
       codec->encode(dev, packed.rows_range(off, off + count), ctx,
                     std::span<std::byte>(ws->send_bytes.data() + send_off[k], send_size[k].total()));
     }
@@ -203,57 +219,232 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   std::vector<PeerBytesMut> recvs;
   for (std::size_t k = 0; k < n_send; ++k)
     if (send_size[k].total() > 0)
-      sends.push_back({plan.send_peers()[k],
+      sends.push_back({out.peers()[k],
                        std::span<const std::byte>(send_base + send_off[k], send_size[k].total())});
   for (std::size_t k = 0; k < n_recv; ++k)
     if (recv_size[k].total() > 0)
-      recvs.push_back({plan.recv_peers()[k],
+      recvs.push_back({in.peers()[k],
                        std::span<std::byte>(recv_base + recv_off[k], recv_size[k].total())});
   codec_seconds_ += seconds_since(t0) - alloc_s;
 
   Request inner = transport_.exchange(sends, recvs, tag_value);
   // Recorded once the messages are posted, so a failed encode leaves no phantom bytes.
-  for (std::size_t k = 0; k < n_send; ++k) traffic_.add(layer, dir, send_size[k]);
+  for (std::size_t k = 0; k < n_send; ++k)
+    traffic_.add(layer, dir, out.peers()[k], cols > 0 ? out.count(k) : 0, send_size[k]);
 
-  // The completion step: decode every peer's block into its rows of dst (forward) or into the
-  // gathered layout and then add it into dst through the send rows of the forward plan (backward).
-  // The plan is copied (it shares its index arrays) so the request does not depend on `plan`.
+  // The completion step: decode every peer's block, into `dst` itself when the receive side is
+  // the identity and assigns, else into the workspace and then unpack (dst = or += R_recvᵀ ·
+  // slots). The plan is copied (it shares its arrays) so the request does not depend on `plan`.
   auto complete = [this, plan_copy = plan, ws, codec, base_ctx, recv_size, recv_off, dst, cols,
                    accumulate, dev_ptr, stage]() {
     const auto t1 = Clock::now();
     const Device& d = *dev_ptr;
-    const std::size_t n = plan_copy.num_recv_peers();
+    const SlotMap& side = plan_copy.recv();
+    const std::size_t n = side.num_peers();
     if (stage && recv_off[n] > 0)
       d.copy_from_host(ws->recv_bytes.data(), ws->recv_host.data(), recv_off[n]);
-    const std::int64_t total_recv = plan_copy.total_recv_rows();
+    const bool in_place = side.is_identity() && !accumulate;
     DenseView decoded = dst;
-    if (accumulate && total_recv > 0 && cols > 0) {
-      ensure(ws->recv_rows, static_cast<std::size_t>(total_recv * cols), dev_ptr);
-      decoded = DenseView{ws->recv_rows.data(), total_recv, cols};
+    if (!in_place && side.total() > 0 && cols > 0) {
+      ensure(ws->recv_rows, static_cast<std::size_t>(side.total() * cols), dev_ptr);
+      decoded = DenseView{ws->recv_rows.data(), side.total(), cols};
     }
     for (std::size_t k = 0; k < n; ++k) {
-      const std::int64_t count = plan_copy.recv_count(k);
+      const std::int64_t count = side.count(k);
       if (count == 0 || cols == 0) continue;
       CodecContext ctx = base_ctx;
-      ctx.row_ids = plan_copy.recv_global_ids(k);
-      const std::int64_t off = plan_copy.recv_offset(k);
+      ctx.row_ids = side.keys() + side.offset(k);
+      const std::int64_t off = side.offset(k);
       codec->decode(d,
                     std::span<const std::byte>(ws->recv_bytes.data() + recv_off[k],
                                                recv_size[k].total()),
                     ctx, decoded.rows_range(off, off + count));
     }
-    if (accumulate && total_recv > 0 && cols > 0)
-      kernels::scatter_add_rows(d, decoded, plan_copy.all_recv_rows(), dst);
+    if (!in_place && cols > 0) {
+      const DenseView slots{decoded.data, side.total(), cols};
+      side.unpack(d, slots, dst, accumulate);
+    }
     // Device kernels are asynchronous: synchronise so the codec time is the real cost.
     if (!d.is_host()) d.synchronize();
     codec_seconds_ += seconds_since(t1);
   };
+  return wrap(std::move(inner), std::move(complete), layer, dir, "");
+}
 
-  return Request(std::make_unique<ExchangeOperation>(
-                     std::move(inner), &wait_seconds_,
-                     std::string("halo exchange of layer ") + std::to_string(layer) + " " +
-                         to_string(dir) + " on rank " + std::to_string(plan.rank())),
-                 std::move(complete));
+Request HaloExchange::start_selected(Direction dir, int layer, std::int64_t epoch,
+                                     std::uint64_t seed, ConstDenseView src,
+                                     const SlotSelection& selected, DenseView slots,
+                                     SlotSelection* received) {
+  GNN_ASSERT(layer >= 0, "negative layer ", layer);
+  const int tag_value = tag(layer, dir);
+  GNN_ASSERT(tag_value <= transport_.max_variable_tag(), "layer ", layer, " needs tag ",
+             tag_value, " above the transport's variable-size maximum ",
+             transport_.max_variable_tag());
+  const HaloPlan& plan = dir == Direction::forward ? *plan_ : reverse_plan_;
+  const SlotMap& out = plan.send();
+  const SlotMap& in = plan.recv();
+  GNN_ASSERT(src.rows == out.matrix_rows(), "selected ", to_string(dir), " exchange of layer ",
+             layer, ": source has ", src.rows, " rows, the plan expects ", out.matrix_rows());
+  GNN_ASSERT(slots.rows == in.total() && slots.cols == src.cols, "selected ", to_string(dir),
+             " exchange of layer ", layer, ": slot buffer is ", slots.rows, "x", slots.cols,
+             ", the plan receives ", in.total(), " slots of width ", src.cols);
+  GNN_ASSERT(selected.size() == out.num_peers(), "selection lists ", selected.size(),
+             " peers, the plan sends to ", out.num_peers());
+
+  const auto t0 = Clock::now();
+  const DevicePtr& dev_ptr = plan.device();
+  const Device& dev = *dev_ptr;
+  const std::int64_t cols = src.cols;
+  std::shared_ptr<const Codec> codec = codec_ptr(layer, dir);
+
+  // The chosen slots, as positions among all of this side's slots, and their keys.
+  std::vector<LocalId> positions, rows;
+  std::vector<GlobalId> keys;
+  for (std::size_t k = 0; k < selected.size(); ++k) {
+    const std::span<const GlobalId> peer_keys = out.keys_host(k);
+    std::int32_t prev = -1;
+    for (const std::int32_t s : selected[k]) {
+      GNN_ASSERT(s > prev && s < out.count(k), "selected slot ", s, " for peer ",
+                 out.peers()[k], " is not ascending within [0, ", out.count(k), ")");
+      prev = s;
+      positions.push_back(static_cast<LocalId>(out.offset(k) + s));
+      keys.push_back(peer_keys[static_cast<std::size_t>(s)]);
+      if (out.is_selection()) rows.push_back(out.link(k).rows[static_cast<std::size_t>(s)]);
+    }
+  }
+  const auto n_sel = static_cast<std::int64_t>(positions.size());
+
+  // Pack the chosen slots (gather straight from the source for a selection map).
+  Matrix chosen(n_sel, cols, dev_ptr);
+  if (n_sel > 0 && cols > 0) {
+    if (out.is_selection()) {
+      const Buffer<LocalId> idx = Buffer<LocalId>::from_host(rows, dev_ptr);
+      kernels::gather_rows(dev, src, idx.data(), chosen.view());
+    } else {
+      Matrix all(out.total(), cols, dev_ptr);
+      out.pack(dev, src, all.view());
+      const Buffer<LocalId> idx = Buffer<LocalId>::from_host(positions, dev_ptr);
+      kernels::gather_rows(dev, all.view(), idx.data(), chosen.view());
+    }
+  }
+  const Buffer<GlobalId> chosen_keys = Buffer<GlobalId>::from_host(keys, dev_ptr);
+
+  // Messages on the host (staged from a GPU) or, for a transport that takes device memory, on
+  // the device: [u32 count][u32 index x count][codec block].
+  const bool on_device = !dev.is_host() && transport_.accepts_device_memory(dev);
+  const DevicePtr msg_dev = on_device ? dev_ptr : cpu_device();
+  struct Outgoing {
+    Buffer<std::byte> bytes;
+  };
+  auto outgoing = std::make_shared<std::vector<Outgoing>>(out.num_peers());
+  std::vector<PeerBytes> sends;
+  std::int64_t at = 0;
+  CodecContext base_ctx;
+  base_ctx.seed = seed;
+  base_ctx.epoch = epoch;
+  base_ctx.layer = layer;
+  base_ctx.direction = dir;
+  for (std::size_t k = 0; k < out.num_peers(); ++k) {
+    const auto count = static_cast<std::int64_t>(selected[k].size());
+    const EncodedSize block = codec->encoded_size(count, cols);
+    const std::size_t head = header_bytes(static_cast<std::size_t>(count));
+    Buffer<std::byte>& msg = (*outgoing)[k].bytes;
+    msg = Buffer<std::byte>(head + block.total(), msg_dev);
+    std::vector<std::uint32_t> header(1 + selected[k].size());
+    header[0] = static_cast<std::uint32_t>(count);
+    for (std::size_t i = 0; i < selected[k].size(); ++i)
+      header[i + 1] = static_cast<std::uint32_t>(selected[k][i]);
+    msg_dev->copy_from_host(msg.data(), header.data(), head);
+    if (count > 0 && cols > 0) {
+      CodecContext ctx = base_ctx;
+      ctx.row_ids = chosen_keys.data() + at;
+      const ConstDenseView rows = chosen.view().rows_range(at, at + count);
+      if (dev.is_host() || on_device) {
+        codec->encode(dev, rows, ctx, std::span<std::byte>(msg.data() + head, block.total()));
+      } else {
+        Buffer<std::byte> encoded(block.total(), dev_ptr);
+        codec->encode(dev, rows, ctx, std::span<std::byte>(encoded.data(), block.total()));
+        dev.copy_to_host(msg.data() + head, encoded.data(), block.total());
+      }
+    }
+    at += count;
+    sends.push_back({out.peers()[k], std::span<const std::byte>(msg.data(), msg.size())});
+  }
+
+  // Received messages land in buffers the room callback allocates.
+  auto incoming = std::make_shared<std::vector<Buffer<std::byte>>>(in.num_peers());
+  ReceiveRoom room = [incoming, msg_dev](std::size_t k, std::size_t bytes) {
+    (*incoming)[k] = Buffer<std::byte>(bytes, msg_dev);
+    return std::span<std::byte>((*incoming)[k].data(), bytes);
+  };
+  codec_seconds_ += seconds_since(t0);
+  Request inner = transport_.exchange_variable(sends, in.peers(), tag_value, std::move(room));
+  for (std::size_t k = 0; k < out.num_peers(); ++k) {
+    const EncodedSize block = codec->encoded_size(static_cast<std::int64_t>(selected[k].size()), cols);
+    traffic_.add(layer, dir, out.peers()[k], static_cast<std::int64_t>(selected[k].size()),
+                 block.payload,
+                 block.metadata + header_bytes(selected[k].size()) +
+                     Transport::kVariableHeaderBytes);
+  }
+
+  auto complete = [this, plan_copy = plan, outgoing, incoming, codec, base_ctx, slots, cols,
+                   received, dev_ptr, msg_dev, layer, dir]() {
+    const auto t1 = Clock::now();
+    const Device& d = *dev_ptr;
+    const SlotMap& side = plan_copy.recv();
+    if (received) received->assign(side.num_peers(), {});
+    for (std::size_t k = 0; k < side.num_peers(); ++k) {
+      const Buffer<std::byte>& msg = (*incoming)[k];
+      auto malformed = [&](const std::string& why) {
+        return Error("halo exchange of layer " + std::to_string(layer) + " " + to_string(dir) +
+                     " on rank " + std::to_string(plan_copy.rank()) +
+                     ": malformed message from rank " + std::to_string(side.peers()[k]) + ": " +
+                     why);
+      };
+      if (msg.size() < sizeof(std::uint32_t)) throw malformed("no header");
+      std::uint32_t count = 0;
+      msg_dev->copy_to_host(&count, msg.data(), sizeof count);
+      if (count > static_cast<std::uint64_t>(side.count(k)))
+        throw malformed(std::to_string(count) + " slots, the plan has " +
+                        std::to_string(side.count(k)));
+      const std::size_t head = header_bytes(count);
+      const EncodedSize block = codec->encoded_size(count, cols);
+      if (msg.size() != head + block.total())
+        throw malformed(std::to_string(msg.size()) + " bytes for " + std::to_string(count) +
+                        " slots, expected " + std::to_string(head + block.total()));
+      std::vector<std::uint32_t> index(count);
+      if (count > 0) msg_dev->copy_to_host(index.data(), msg.data() + sizeof count, count * 4);
+      std::vector<LocalId> positions(count);
+      std::vector<GlobalId> keys(count);
+      const std::span<const GlobalId> peer_keys = side.keys_host(k);
+      for (std::uint32_t i = 0; i < count; ++i) {
+        if (index[i] >= side.count(k) || (i > 0 && index[i] <= index[i - 1]))
+          throw malformed("slot index " + std::to_string(index[i]) + " is out of order or range");
+        positions[i] = static_cast<LocalId>(side.offset(k) + index[i]);
+        keys[i] = peer_keys[index[i]];
+      }
+      if (received) received->at(k).assign(index.begin(), index.end());
+      if (count == 0 || cols == 0) continue;
+      Matrix rows(count, cols, dev_ptr);
+      const Buffer<GlobalId> row_keys = Buffer<GlobalId>::from_host(keys, dev_ptr);
+      CodecContext ctx = base_ctx;
+      ctx.row_ids = row_keys.data();
+      if (d.is_host() || msg_dev == dev_ptr) {
+        codec->decode(d, std::span<const std::byte>(msg.data() + head, block.total()), ctx,
+                      rows.view());
+      } else {
+        Buffer<std::byte> encoded(block.total(), dev_ptr);
+        d.copy_from_host(encoded.data(), msg.data() + head, block.total());
+        codec->decode(d, std::span<const std::byte>(encoded.data(), block.total()), ctx,
+                      rows.view());
+      }
+      const Buffer<LocalId> idx = Buffer<LocalId>::from_host(positions, dev_ptr);
+      kernels::scatter_rows(d, rows.view(), idx.data(), slots);
+    }
+    if (!d.is_host()) d.synchronize();
+    codec_seconds_ += seconds_since(t1);
+  };
+  return wrap(std::move(inner), std::move(complete), layer, dir, "variable-size");
 }
 
 }  // namespace halognn

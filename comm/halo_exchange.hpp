@@ -1,14 +1,19 @@
 #pragma once
 /// @file halo_exchange.hpp
-/// The halo exchange of one rank: forward, the owners' boundary rows fill every rank's halo rows;
-/// backward, the exact transpose, halo gradients flow back to their owners and are summed there.
-/// Each message is one peer's block of rows for one (layer, direction), encoded by that
-/// (layer, direction)'s codec; its bytes are recorded in the TrafficCounter as the codec reports
-/// them (payload / metadata). See docs/halo_exchange.md.
+/// The halo exchange of one rank, as one operator over a HaloPlan (docs/halo_exchange.md):
+/// forward, every peer packs its slots (R_send · owned rows), encodes them with the (layer,
+/// direction) codec and sends them; the receiver decodes and unpacks them into its halo rows
+/// (R_recvᵀ · slots). Backward is the exact transpose on the reversed plan: halo gradients are
+/// packed with R_recv, sent back, and their owner adds R_sendᵀ · slots into its owned gradients.
+/// A message is either all the slots of one peer (fixed size, known to both sides), or a subset of
+/// them with their indices (variable size: start_selected). Every byte is recorded in the
+/// TrafficCounter as payload (the codec's values) or metadata (the codec's scales, slot counts,
+/// indices, the transport's size headers).
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "comm/halo_plan.hpp"
 #include "comm/request.hpp"
@@ -18,6 +23,10 @@
 #include "core/buffer.hpp"
 
 namespace halognn {
+
+/// Slots chosen for a variable-size exchange: per peer of the sending side (in plan order), the
+/// indices of the chosen slots within that peer's block, strictly ascending.
+using SlotSelection = std::vector<std::vector<std::int32_t>>;
 
 class HaloExchange {
  public:
@@ -37,21 +46,37 @@ class HaloExchange {
   void set_default_codec(Direction dir, std::shared_ptr<const Codec> codec);
   const Codec& codec(int layer, Direction dir) const;
 
-  /// Forward: gathers the owned rows named by the send plan, encodes one block per peer with the
-  /// layer's forward codec, and posts the sends and receives. The returned request's wait()
-  /// decodes each peer's block into its rows of `halo` (peer blocks in plan order).
-  /// `owned`: num_owned x F; `halo`: num_halo x F; both on the plan's device, and both must stay
-  /// valid (and `owned` unchanged) until the request completes. `epoch` and `seed` key the
-  /// codec's randomness together with the layer, direction and the rows' global ids.
+  /// Forward: packs the owned rows into slots, encodes one block per peer with the layer's forward
+  /// codec, and posts the sends and receives. The returned request's wait() decodes each peer's
+  /// block and unpacks the slots into `halo` (every halo row is written; a row no slot maps to
+  /// becomes zero). `owned`: num_owned x F, read only during this call; `halo`: num_halo x F,
+  /// written when the request completes and untouched before. Both on the plan's device. `epoch`
+  /// and `seed` key the codec's randomness together with the layer, direction and slot keys.
   Request start_forward(int layer, std::int64_t epoch, std::uint64_t seed, ConstDenseView owned,
                         DenseView halo);
 
-  /// Backward, the exact transpose: sends each peer's block of `halo_grad` (num_halo x F) back to
-  /// its owner; wait() decodes the blocks received and ADDS them into `owned_grad`
-  /// (num_owned x F) at the rows the forward pass sent (a row sent to several peers receives the
-  /// sum of their gradients).
+  /// Backward, the exact transpose: packs `halo_grad` (num_halo x F, read only during this call)
+  /// into the receive side's slots and sends them back to their owners; wait() decodes the blocks
+  /// received and ADDS R_sendᵀ · slots into `owned_grad` (num_owned x F): for plain plans, a row
+  /// sent to several peers receives the sum of their gradients.
   Request start_backward(int layer, std::int64_t epoch, std::uint64_t seed,
                          ConstDenseView halo_grad, DenseView owned_grad);
+
+  /// A variable-size exchange in direction `dir`: only the slots in `selected` (one list per peer
+  /// of the sending side of `dir`) cross, each message carrying its slot count and indices. `src`
+  /// is the matrix the sending side packs (owned rows forward, halo rows backward), read only
+  /// during this call. When the request completes, every slot that arrived has been written into
+  /// its row of `slots` (the receiving side's total() x F; other rows untouched) and, when
+  /// `received` is not null, (*received)[k] holds the indices of the slots that arrived from
+  /// receive peer k. A peer with nothing selected still sends a message (its empty header). Apply
+  /// the receiving side's unpack() to `slots` to get rows.
+  Request start_selected(Direction dir, int layer, std::int64_t epoch, std::uint64_t seed,
+                         ConstDenseView src, const SlotSelection& selected, DenseView slots,
+                         SlotSelection* received);
+
+  /// The plan side that sends (packs) and the one that receives (unpacks) in direction `dir`.
+  const SlotMap& sending_side(Direction dir) const;
+  const SlotMap& receiving_side(Direction dir) const;
 
   /// Seconds spent packing, encoding, decoding and unpacking (including host staging of device
   /// data) since the last reset_timers().
@@ -64,6 +89,7 @@ class HaloExchange {
   }
 
   const HaloPlan& plan() const { return *plan_; }
+  Transport& transport() const { return transport_; }
   /// The tag of (layer, direction): tag_base + 2 * layer + direction.
   int tag(int layer, Direction dir) const { return tag_base_ + 2 * layer + static_cast<int>(dir); }
 
@@ -73,6 +99,9 @@ class HaloExchange {
   Request start(const HaloPlan& plan, int layer, Direction dir, std::int64_t epoch,
                 std::uint64_t seed, ConstDenseView src, DenseView dst, bool accumulate);
   std::shared_ptr<Workspace> workspace(int layer, Direction dir);
+  std::shared_ptr<const Codec> codec_ptr(int layer, Direction dir) const;
+  Request wrap(Request inner, std::function<void()> complete, int layer, Direction dir,
+               const char* kind);
 
   std::shared_ptr<const HaloPlan> plan_;
   HaloPlan reverse_plan_;

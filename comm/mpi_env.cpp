@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/watchdog.hpp"
+
 namespace halognn {
 
 MpiEnv::MpiEnv(int& argc, char**& argv) {
@@ -21,7 +23,10 @@ MpiEnv::~MpiEnv() {
   if (!owns_) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  // Finalising synchronises with the other ranks: a stopped peer would hang it.
+  BlockingScope blocked("MPI_Finalize");
+  MPI_Finalize();
 }
 
 std::string mpi_error_string(int code) {
@@ -52,6 +57,7 @@ void agree_or_throw(MPI_Comm comm, const std::exception_ptr& local) {
   int rank = 0, size = 1;
   GNN_CHECK_MPI(MPI_Comm_rank(comm, &rank));
   GNN_CHECK_MPI(MPI_Comm_size(comm, &size));
+  BlockingScope blocked("start-up agreement (every rank reports whether its step failed)");
   // The lowest failing rank speaks for all; `size` means nobody failed.
   int mine = local ? rank : size;
   int first = size;

@@ -9,6 +9,7 @@
 
 #include "comm/mpi_env.hpp"
 #include "comm/transport.hpp"
+#include "comm/watchdog.hpp"
 #include "core/cuda/cuda_device.hpp"
 #include "core/cuda/cuda_error.hpp"
 
@@ -115,6 +116,27 @@ class NcclTransport final : public Transport {
                   std::to_string(recvs.size()) + " receives"));
   }
 
+  /// NCCL matches messages by posting order only, so the byte receives cannot be posted later
+  /// than the sends of a following exchange: the sizes cross first, over MPI, blocking.
+  Request exchange_variable(std::span<const PeerBytes> sends, std::span<const Rank> recv_peers,
+                            int tag, ReceiveRoom room) override {
+    std::vector<std::uint64_t> out(sends.size()), in(recv_peers.size(), 0);
+    std::vector<PeerBytes> size_sends;
+    std::vector<PeerBytesMut> size_recvs;
+    for (std::size_t k = 0; k < sends.size(); ++k) {
+      out[k] = sends[k].bytes.size();
+      size_sends.push_back({sends[k].peer, std::as_bytes(std::span(&out[k], 1))});
+    }
+    for (std::size_t k = 0; k < recv_peers.size(); ++k)
+      size_recvs.push_back({recv_peers[k], std::as_writable_bytes(std::span(&in[k], 1))});
+    host_->exchange(size_sends, size_recvs, tag).wait();
+    bytes_sent_ += sends.size() * kVariableHeaderBytes;
+    std::vector<PeerBytesMut> recvs;
+    for (std::size_t k = 0; k < recv_peers.size(); ++k)
+      if (in[k] > 0) recvs.push_back({recv_peers[k], room(k, static_cast<std::size_t>(in[k]))});
+    return exchange(sends, recvs, tag);
+  }
+
   void all_reduce_sum(const Device& dev, float* data, std::size_t n) override {
     if (n == 0) return;
     if (dev.is_host()) {
@@ -127,6 +149,7 @@ class NcclTransport final : public Transport {
     cuda_->make_current();
     wait_for_compute();
     GNN_CHECK_NCCL(ncclAllReduce(data, data, n, ncclFloat, ncclSum, nccl_, stream_));
+    BlockingScope blocked("nccl all-reduce (sum, float)", static_cast<long long>(n));
     GNN_CHECK_CUDA(cudaStreamSynchronize(stream_));
   }
   void all_reduce_sum(double* data, std::size_t n) override { host_->all_reduce_sum(data, n); }

@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "comm/watchdog.hpp"
+
 namespace halognn {
 
 Request::Request(std::unique_ptr<Operation> op, std::function<void()> completion)
@@ -53,6 +55,7 @@ void Request::wait() {
   if (!pending_) return;
   if (op_) {
     try {
+      BlockingScope blocked(*op_);
       op_->wait();
     } catch (...) {
       pending_ = false;

@@ -23,7 +23,10 @@ class Request {
     virtual bool test() = 0;
     /// Blocks until the operation has completed. May be called again after completion.
     virtual void wait() = 0;
-    /// One line naming the operation, printed when a pending request is destroyed.
+    /// One line naming the operation (and its peers), printed when a pending request is
+    /// destroyed and by the communication watchdog (comm/watchdog.hpp) when wait() blocks too
+    /// long. The watchdog calls it from its own thread while wait() runs, so it must only read
+    /// what the constructor set.
     virtual std::string describe() const = 0;
   };
 
@@ -42,7 +45,7 @@ class Request {
 
   /// Blocks until complete and runs the completion step once. A no-op when not pending. If the
   /// operation or the completion step throws, the request is no longer pending and the exception
-  /// propagates.
+  /// propagates. The blocking part is watched by the communication watchdog, if one runs.
   void wait();
   /// Polls: returns true (after running the completion step) when complete, false otherwise.
   /// Always true when not pending.

@@ -12,6 +12,7 @@ Json TrafficEntry::to_json() const {
   j["payload"] = payload;
   j["metadata"] = metadata;
   j["messages"] = messages;
+  j["rows"] = rows;
   j["total"] = total();
   return j;
 }
@@ -28,12 +29,25 @@ std::vector<TrafficEntry>& TrafficCounter::layer(int l) {
   return entries_[static_cast<std::size_t>(l)];
 }
 
-void TrafficCounter::add(int l, Direction dir, std::size_t payload, std::size_t metadata) {
+void TrafficCounter::add(int l, Direction dir, Rank peer, std::int64_t rows, std::size_t payload,
+                         std::size_t metadata) {
   auto& e = layer(l)[static_cast<std::size_t>(dir)];
   if (payload + metadata == 0) return;
   e.payload += payload;
   e.metadata += metadata;
   e.messages += 1;
+  e.rows += static_cast<std::uint64_t>(rows);
+  auto& p = per_peer_[peer];
+  const auto at = static_cast<std::size_t>(l) * 2 + static_cast<std::size_t>(dir);
+  if (p.size() <= at) p.resize(at + 1, 0);
+  p[at] += payload + metadata;
+}
+
+std::uint64_t TrafficCounter::bytes_to(Rank peer, int l, Direction dir) const {
+  const auto it = per_peer_.find(peer);
+  const auto at = static_cast<std::size_t>(l) * 2 + static_cast<std::size_t>(dir);
+  if (it == per_peer_.end() || l < 0 || it->second.size() <= at) return 0;
+  return it->second[at];
 }
 
 TrafficEntry TrafficCounter::at(int l, Direction dir) const {
@@ -55,6 +69,7 @@ TrafficEntry TrafficCounter::total() const {
 
 void TrafficCounter::reset() {
   for (auto& e : entries_) std::fill(e.begin(), e.end(), TrafficEntry{});
+  per_peer_.clear();
 }
 
 TrafficCounter TrafficCounter::sum_over_ranks(Transport& transport) const {
@@ -62,21 +77,26 @@ TrafficCounter TrafficCounter::sum_over_ranks(Transport& transport) const {
   double layers = static_cast<double>(entries_.size());
   transport.all_reduce_max(&layers, 1);
   TrafficCounter out(static_cast<int>(layers));
-  std::vector<std::int64_t> flat(out.entries_.size() * 6, 0);
+  constexpr std::size_t kFields = 4;
+  std::vector<std::int64_t> flat(out.entries_.size() * 2 * kFields, 0);
   for (std::size_t l = 0; l < entries_.size(); ++l)
     for (std::size_t d = 0; d < 2; ++d) {
       const TrafficEntry& e = entries_[l][d];
-      flat[l * 6 + d * 3 + 0] = static_cast<std::int64_t>(e.payload);
-      flat[l * 6 + d * 3 + 1] = static_cast<std::int64_t>(e.metadata);
-      flat[l * 6 + d * 3 + 2] = static_cast<std::int64_t>(e.messages);
+      std::int64_t* f = flat.data() + (l * 2 + d) * kFields;
+      f[0] = static_cast<std::int64_t>(e.payload);
+      f[1] = static_cast<std::int64_t>(e.metadata);
+      f[2] = static_cast<std::int64_t>(e.messages);
+      f[3] = static_cast<std::int64_t>(e.rows);
     }
   transport.all_reduce_sum(flat.data(), flat.size());
   for (std::size_t l = 0; l < out.entries_.size(); ++l)
     for (std::size_t d = 0; d < 2; ++d) {
       TrafficEntry& e = out.entries_[l][d];
-      e.payload = static_cast<std::uint64_t>(flat[l * 6 + d * 3 + 0]);
-      e.metadata = static_cast<std::uint64_t>(flat[l * 6 + d * 3 + 1]);
-      e.messages = static_cast<std::uint64_t>(flat[l * 6 + d * 3 + 2]);
+      const std::int64_t* f = flat.data() + (l * 2 + d) * kFields;
+      e.payload = static_cast<std::uint64_t>(f[0]);
+      e.metadata = static_cast<std::uint64_t>(f[1]);
+      e.messages = static_cast<std::uint64_t>(f[2]);
+      e.rows = static_cast<std::uint64_t>(f[3]);
     }
   return out;
 }

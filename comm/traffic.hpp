@@ -5,10 +5,12 @@
 /// check it against what the transport actually moved.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "compress/codec.hpp"
 #include "core/json.hpp"
+#include "core/types.hpp"
 
 namespace halognn {
 
@@ -19,15 +21,17 @@ struct TrafficEntry {
   std::uint64_t payload = 0;   ///< value bytes
   std::uint64_t metadata = 0;  ///< scales, offsets, indices, headers
   std::uint64_t messages = 0;  ///< messages posted (zero-byte messages are never posted)
+  std::uint64_t rows = 0;      ///< slots the messages carried (plain rows or group rows)
   std::uint64_t total() const { return payload + metadata; }
   TrafficEntry& operator+=(const TrafficEntry& o) {
     payload += o.payload;
     metadata += o.metadata;
     messages += o.messages;
+    rows += o.rows;
     return *this;
   }
   bool operator==(const TrafficEntry&) const = default;
-  /// {"payload": .., "metadata": .., "messages": .., "total": ..}
+  /// {"payload": .., "metadata": .., "messages": .., "rows": .., "total": ..}
   Json to_json() const;
 };
 
@@ -38,10 +42,12 @@ class TrafficCounter {
   /// Starts with `num_layers` layers (all zero), so ranks without peers report the same shape.
   explicit TrafficCounter(int num_layers);
 
-  /// Records one message of `payload + metadata` bytes (a message of zero bytes is not counted).
-  void add(int layer, Direction dir, std::size_t payload, std::size_t metadata);
-  void add(int layer, Direction dir, const EncodedSize& size) {
-    add(layer, dir, size.payload, size.metadata);
+  /// Records one message to `peer` of `payload + metadata` bytes carrying `rows` slots (a
+  /// message of zero bytes is not counted).
+  void add(int layer, Direction dir, Rank peer, std::int64_t rows, std::size_t payload,
+           std::size_t metadata);
+  void add(int layer, Direction dir, Rank peer, std::int64_t rows, const EncodedSize& size) {
+    add(layer, dir, peer, rows, size.payload, size.metadata);
   }
 
   /// Number of layers seen so far (or given to the constructor).
@@ -52,6 +58,9 @@ class TrafficCounter {
   TrafficEntry total(Direction dir) const;
   /// Totals over all layers and both directions.
   TrafficEntry total() const;
+
+  /// Bytes (payload + metadata) sent to `peer` under (layer, direction).
+  std::uint64_t bytes_to(Rank peer, int layer, Direction dir) const;
 
   /// Zeroes all counts (keeps the number of layers).
   void reset();
@@ -68,6 +77,8 @@ class TrafficCounter {
   std::vector<TrafficEntry>& layer(int l);
   // entries_[l][d]: layer l, direction d (0 forward, 1 backward)
   std::vector<std::vector<TrafficEntry>> entries_;
+  // per_peer_[peer][l * 2 + d]: bytes sent to `peer`
+  std::map<Rank, std::vector<std::uint64_t>> per_peer_;
 };
 
 }  // namespace halognn

@@ -25,6 +25,7 @@ enum class RngPurpose : std::uint32_t {
   refresh = 7,
   test = 8,
   sparsify = 9,
+  grouping = 10,
 };
 
 /// A stream key: (seed, purpose, a, b) hashed into Philox's 64-bit key. `a` and `b` carry the

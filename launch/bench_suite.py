@@ -9,6 +9,8 @@ usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [-
   codecs    the codec table: bytes, accuracy and epoch-time breakdown per codec
   sweep     emulated-bandwidth sweep of sync/pipelined x fp32/q1 (+ PNG plot)
   curves    convergence curves (test accuracy per epoch) of sync fp32 and pipelined q1 (PNG)
+  compare   the same runs with two builds (--build and --baseline), interleaved, repeated: epoch
+            times side by side and their ratio (a refactoring must not slow anything down)
 Run with /usr/bin/python3 (Debian's numpy/matplotlib). Needs the tools built in BUILD_DIR/bin.
 """
 import argparse
@@ -18,6 +20,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+PARTITION_FORMAT = 2  # kPartitionFormatVersion in partition/partition_io.hpp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "datasets")
@@ -34,9 +38,10 @@ MODEL_ARGS = {
 
 
 class Env:
-    def __init__(self, a):
-        self.bin = os.path.join(os.path.abspath(a.build), "bin")
-        self.work = os.path.abspath(a.work)
+    def __init__(self, a, build=None, work=None, partition_format=PARTITION_FORMAT):
+        self.bin = os.path.join(os.path.abspath(build or a.build), "bin")
+        self.work = os.path.abspath(work or a.work)
+        self.partition_format = partition_format  # None: whatever the build's own tool wrote
         self.reuse = a.reuse
         os.makedirs(self.work, exist_ok=True)
         self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -68,7 +73,11 @@ class Env:
 
     def partition(self, name, parts):
         p = os.path.join(self.work, f"{name}.p{parts}")
-        if not os.path.exists(os.path.join(p, "manifest.json")):
+        manifest = os.path.join(p, "manifest.json")
+        # A partition of an older format (partition/partition_io.hpp) is made again.
+        stale = (self.partition_format is not None and os.path.exists(manifest) and
+                 json.load(open(manifest)).get("version") != self.partition_format)
+        if not os.path.exists(manifest) or stale:
             self.run(["halognn-partition", "--data", self.dataset(name), "--parts", str(parts),
                       "--out", p], ranks=0)
         return p
@@ -268,9 +277,42 @@ def curves(e, a):
     return results
 
 
+def compare(e, a):
+    if not a.baseline:
+        sys.exit("bench_suite: compare needs --baseline BUILD_DIR (the build to compare against)")
+    # The baseline generates and partitions with its own tools, in its own folder: an older
+    # build may not read this build's formats.
+    base = Env(a, a.baseline, work=os.path.join(a.work, "baseline"), partition_format=None)
+    configs = [c for c in SWEEP_CONFIGS if c[0] in a.configs]
+    if len(configs) != len(a.configs):
+        sys.exit(f"bench_suite: --configs must name entries of {[c[0] for c in SWEEP_CONFIGS]}")
+    rows, results = [], []
+    for name, cfg in configs:
+        args = ["--model", a.models[0], "--layers", "3", "--hidden", "256", "--epochs",
+                str(a.epochs), "--eval-every", str(a.epochs)] + cfg
+        times = {"baseline": [], "this build": []}
+        tag = name.replace(" ", "_").replace(",", "")
+        for rep_i in range(a.repeats):
+            # Interleaved, so that load changes on a shared machine hit both builds alike.
+            for label, env in (("baseline", base), ("this build", e)):
+                metrics = os.path.join(e.work, f"cmp-{tag}-{label.replace(' ', '_')}-{rep_i}.jsonl")
+                env.run(["halognn-train", "--partition", env.partition("default", a.ranks[0]),
+                         "--quiet", "--metrics", metrics] + args, ranks=a.ranks[0])
+                ep = [json.loads(l) for l in open(metrics)][:-1]
+                times[label].append(epoch_stats(ep, 2)["epoch_s"])
+        b, t = statistics.median(times["baseline"]), statistics.median(times["this build"])
+        results.append(dict(config=name, baseline=times["baseline"], this_build=times["this build"]))
+        rows.append([name, f"{b:.3f}", f"{t:.3f}", f"{t / b:.3f}",
+                     " ".join(f"{x:.2f}" for x in times["baseline"]),
+                     " ".join(f"{x:.2f}" for x in times["this build"])])
+    print(table([f"{a.models[0]} 3 x 256, default graph, {a.ranks[0]} ranks", "baseline epoch s (median)",
+                 "this build epoch s (median)", "this / baseline", "baseline runs", "this build runs"], rows))
+    return results
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("experiment", choices=["accuracy", "scaling", "codecs", "sweep", "curves"])
+    p.add_argument("experiment", choices=["accuracy", "scaling", "codecs", "sweep", "curves", "compare"])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     p.add_argument("--datasets", nargs="+", default=["cora", "citeseer"])
@@ -282,6 +324,10 @@ def main():
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--bandwidths", nargs="+", default=["0.1", "1", "10", "100", "none"])
     p.add_argument("--latency-us", default="5")
+    p.add_argument("--baseline", default="", help="compare: the other build directory")
+    p.add_argument("--configs", nargs="+", default=["sync fp32", "pipelined q1"],
+                   help="compare: names from the sweep's configurations")
+    p.add_argument("--repeats", type=int, default=3, help="compare: runs per build and configuration")
     p.add_argument("--plot", default="")
     p.add_argument("--json", default="")
     p.add_argument("--reuse", action="store_true",

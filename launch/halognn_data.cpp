@@ -48,6 +48,14 @@ void print_warnings(const Dataset& ds) {
   for (const std::string& w : dataset_warnings(ds)) std::cerr << "halognn-data: warning: " << w << "\n";
 }
 
+/// write_dataset, reporting the temporaries of killed runs it cleaned up first.
+void write_dataset_reporting(const Dataset& ds, const std::string& out) {
+  std::vector<std::string> leftovers;
+  write_dataset(ds, out, &leftovers);
+  for (const std::string& l : leftovers)
+    std::cout << "halognn-data: removed " << l << ", left behind by a run that was killed\n";
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -87,7 +95,7 @@ int cmd_convert(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
   const SourceLocation src = detect_source(input, o);
   Dataset ds = convert_dataset(input, o);
-  write_dataset(ds, out);
+  write_dataset_reporting(ds, out);
   std::cout << "converted " << src.path << " (" << format_name(src.format) << ") -> " << out
             << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size() << " stored edges, "
             << ds.num_features() << " features, " << ds.num_classes << " classes, split "
@@ -134,7 +142,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   Dataset ds = generate_sbm(c);
   ds.name = name;
   const double t_gen = seconds_since(t0);
-  write_dataset(ds, out);
+  write_dataset_reporting(ds, out);
   std::cout << "generated " << out << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size()
             << " stored edges, " << ds.num_features() << " features, " << ds.num_classes
             << " classes, measured homophily " << ds.meta.at("measured_homophily").get<double>()

@@ -3,10 +3,12 @@
 //   halognn-partition --data DIR --parts K --out DIR [--method metis|random]
 //                     [--objective cut|vol] [--seed S] [--order blocks|rcm|none]
 //                     [--order-block ROWS] [--metis-graph FILE]
+//                     [--groups semantic [--groups-per-link K] [--drop-o2o]]
 //
 // Prints the partition report as a table. Errors: one line "halognn-partition: <message>" on
 // stderr and exit status 1.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -67,14 +69,52 @@ void print_report(const Dataset& ds, const PartitionConfig& cfg, const Partition
                 static_cast<long long>(r.local_edges[p]), mean > 0 ? r.owned[p] / mean : 0.0);
   std::int64_t bytes = 0;
   for (const Json& f : manifest.at("files")) bytes += f.at("bytes").get<std::int64_t>();
-  std::printf("wrote %s (manifest.json + %d rank files, %.1f MiB)\n", out.c_str(), r.num_parts,
-              bytes / (1024.0 * 1024.0));
+  if (manifest.contains("groups"))
+    for (const Json& f : manifest["groups"]["files"]) bytes += f.at("bytes").get<std::int64_t>();
+  std::printf("wrote %s (manifest.json + %d rank files%s, %.1f MiB)\n", out.c_str(), r.num_parts,
+              manifest.contains("groups") ? " + groups files" : "", bytes / (1024.0 * 1024.0));
+}
+
+/// The semantic-groups report: one line per link, then the totals.
+void print_groups(const PartitionReport& r) {
+  std::printf("semantic groups per link (edges by connection kind; rows sent per exchange):\n");
+  std::printf("%9s %9s %9s %10s %6s %6s %6s %6s %8s %9s %16s %8s\n", "link", "|U|", "|V|",
+              "edges", "O2O%", "O2M%", "M2O%", "M2M%", "groups", "mean size", "rows plain->sem",
+              "error");
+  std::int64_t plain = 0, sem = 0, edges = 0;
+  double err2 = 0;
+  for (const Json& l : r.group_links) {
+    const auto e = l["edges"].get<std::int64_t>();
+    auto pct = [&](const char* k) { return e > 0 ? 100.0 * l["edges_by_kind"][k].get<double>() / e : 0.0; };
+    char link[32];
+    std::snprintf(link, sizeof link, "%d->%d", l["from"].get<int>(), l["to"].get<int>());
+    std::printf("%9s %9lld %9lld %10lld %6.1f %6.1f %6.1f %6.1f %8lld %9.1f %8lld->%-7lld %8.4f\n",
+                link, static_cast<long long>(l["u_nodes"].get<std::int64_t>()),
+                static_cast<long long>(l["v_nodes"].get<std::int64_t>()),
+                static_cast<long long>(e), pct("o2o"), pct("o2m"), pct("m2o"), pct("m2m"),
+                static_cast<long long>(l["groups"].get<std::int64_t>()),
+                l["mean_group_size"].get<double>(),
+                static_cast<long long>(l["rows_plain"].get<std::int64_t>()),
+                static_cast<long long>(l["rows_semantic"].get<std::int64_t>()),
+                l["error"].get<double>());
+    plain += l["rows_plain"].get<std::int64_t>();
+    sem += l["rows_semantic"].get<std::int64_t>();
+    edges += e;
+    err2 += l["error"].get<double>() * l["error"].get<double>() * static_cast<double>(e);
+  }
+  std::printf("all links: rows per exchange %lld plain -> %lld semantic (%.1fx fewer), "
+              "error %.4f (edge-weighted)\n",
+              static_cast<long long>(plain), static_cast<long long>(sem),
+              sem > 0 ? static_cast<double>(plain) / static_cast<double>(sem) : 0.0,
+              edges > 0 ? std::sqrt(err2 / static_cast<double>(edges)) : 0.0);
 }
 
 int run(int argc, char** argv) {
-  std::string data, out, method = "metis", objective = "cut", order = "blocks", metis_graph;
+  std::string data, out, method = "metis", objective = "cut", order = "blocks", metis_graph,
+      groups = "none";
   std::int64_t order_block = LocalOrder{}.block_rows;
-  int parts = 0;
+  int parts = 0, groups_per_link = 0;
+  bool drop_o2o = false;
   std::uint64_t seed = 1;
   po::options_description opts(
       "Usage: halognn-partition --data DIR --parts K --out DIR [options]\n\n"
@@ -96,7 +136,15 @@ int run(int argc, char** argv) {
       ("order-block", po::value(&order_block)->default_value(order_block),
        "rows per locality block (--order blocks)")
       ("metis-graph", po::value(&metis_graph),
-       "also write the symmetric graph to this file in METIS format (for gpmetis)");
+       "also write the symmetric graph to this file in METIS format (for gpmetis)")
+      ("groups", po::value(&groups)->default_value(groups),
+       "none | semantic: also build the semantic groups of every link (docs/semantic_groups.md)")
+      ("groups-per-link", po::value(&groups_per_link)->default_value(0),
+       "M2M groups per link (0: at the elbow of the inertia curve; at least one per M2M "
+       "component)")
+      ("drop-o2o", po::bool_switch(&drop_o2o),
+       "semantic groups: do not send one-to-one connections at all (SC-GNN's differential "
+       "optimisation)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, opts), vm);
   if (vm.count("help")) {
@@ -115,6 +163,15 @@ int run(int argc, char** argv) {
   cfg.order.block_rows = order_block;
   cfg.order.seed = seed;
   GNN_CHECK_CONFIG(parts >= 1, "--parts must be at least 1 (got ", parts, ")");
+  GNN_CHECK_CONFIG(groups == "none" || groups == "semantic", "unknown --groups '", groups,
+                   "' (choose from: none, semantic)");
+  cfg.semantic_groups = groups == "semantic";
+  GNN_CHECK_CONFIG(cfg.semantic_groups || (groups_per_link == 0 && !drop_o2o),
+                   "--groups-per-link and --drop-o2o need --groups semantic");
+  GNN_CHECK_CONFIG(groups_per_link >= 0, "--groups-per-link must be non-negative");
+  cfg.grouping.groups_per_link = groups_per_link;
+  cfg.grouping.drop_o2o = drop_o2o;
+  cfg.grouping.seed = seed;
 
   Stopwatch clock;
   const Dataset ds = read_dataset(data);
@@ -126,13 +183,18 @@ int run(int argc, char** argv) {
   const std::vector<Rank> assignment = assign_parts(g, cfg);
   const double t_assign = clock.lap();
   PartitionReport report;
-  const Json manifest = write_partition_dir(ds, g, assignment, cfg, out, &report);
+  std::vector<std::string> leftovers;
+  const Json manifest = write_partition_dir(ds, g, assignment, cfg, out, &report, &leftovers);
   const double t_write = clock.lap();
+  for (const std::string& l : leftovers)
+    std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
 
   print_report(ds, cfg, report, manifest, out);
-  std::printf("time: read %.2f s, graph %.2f s, partition %.2f s, build+write %.2f s, "
-              "total %.2f s\n",
-              t_read, t_graph, t_assign, t_write, t_read + t_graph + t_assign + t_write);
+  if (cfg.semantic_groups) print_groups(report);
+  std::printf("time: read %.2f s, graph %.2f s, partition %.2f s, build+write %.2f s "
+              "(of which semantic grouping %.2f s), total %.2f s\n",
+              t_read, t_graph, t_assign, t_write, report.grouping_seconds,
+              t_read + t_graph + t_assign + t_write);
   return 0;
 }
 

@@ -1,27 +1,32 @@
 // halognn-train: distributed full-graph GNN training. Run one MPI rank per partition part:
 //   mpirun -np K halognn-train --partition DIR [options]
-// Rank 0 prints one line per epoch; --metrics writes JSON lines (atomically, at the end).
+// Rank 0 prints one line per epoch; --metrics appends one JSON line per epoch as it ends.
 #include <mpi.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "comm/emulated_link.hpp"
 #include "comm/mpi_env.hpp"
 #include "comm/transport.hpp"
-#include "core/atomic_output.hpp"
+#include "comm/watchdog.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "core/kernels/cpu_isa.hpp"
+#include "partition/partition_io.hpp"
+#include "training/memory_estimate.hpp"
+#include "training/metrics_log.hpp"
+#include "training/partition_agreement.hpp"
 #include "training/train_cli.hpp"
 #include "training/trainer.hpp"
-#include "partition/partition_io.hpp"
 
 using namespace halognn;
 
@@ -44,14 +49,13 @@ void startup_step(F&& f) {
   }
 }
 
-/// This rank's index among the ranks on its node (picks the GPU).
-Rank local_rank() {
+/// This rank's node: a communicator of the ranks sharing its memory.
+MPI_Comm node_comm() {
+  BlockingScope blocked("MPI_Comm_split_type (grouping the ranks by node)");
   MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int r = 0;
-  MPI_Comm_rank(node, &r);
-  MPI_Comm_free(&node);
-  return r;
+  GNN_CHECK_MPI(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  return node;
 }
 
 DevicePtr pick_device(const std::string& want, Rank local_rank) {
@@ -75,15 +79,70 @@ std::string progress_line(const EpochMetrics& m, bool multilabel) {
                 "%.3f) | %.2f MB sent%s",
                 static_cast<long long>(m.epoch), m.loss, metric, m.train_score, eval.c_str(),
                 m.epoch_s, m.compute_s, m.comm_s, m.codec_s, m.bytes_sent / 1e6,
-                m.synchronous ? "" : " | pipelined, halo age <= ");
+                m.synchronous ? "" : " | stale halo rows, age <= ");
   std::string line = buf;
   if (!m.synchronous) line += std::to_string(m.max_staleness);
   return line;
 }
 
+/// Every rank's estimate as numbers, in a fixed order (the terms are the same on every rank).
+std::vector<double> estimate_numbers(const MemoryEstimate& e) {
+  std::vector<double> v;
+  for (const MemoryTerm& t : e.terms) v.push_back(static_cast<double>(t.bytes));
+  for (std::uint64_t x : {e.startup_host, e.startup_device, e.epoch_host, e.epoch_device,
+                          e.peak_host, e.peak_device, e.peak_total})
+    v.push_back(static_cast<double>(x));
+  return v;
+}
+
+/// The breakdown rank 0 prints: the rank with the largest peak term by term, then every rank's
+/// peak.
+std::string memory_report(const MemoryEstimate& shape, const std::vector<double>& all, Rank size,
+                          bool device_is_host) {
+  const std::size_t per = shape.terms.size() + 7;
+  auto at = [&](Rank r, std::size_t k) { return all[static_cast<std::size_t>(r) * per + k]; };
+  const std::size_t peak_k = shape.terms.size() + (device_is_host ? 6 : 5);
+  Rank big = 0;
+  for (Rank r = 1; r < size; ++r)
+    if (at(r, peak_k) > at(big, peak_k)) big = r;
+  char line[512];
+  std::string out = "halognn-train: memory estimate of rank " + std::to_string(big) +
+                    " (the largest; docs/training.md \"Memory estimate\"):\n";
+  for (std::size_t k = 0; k < shape.terms.size(); ++k) {
+    const MemoryTerm& t = shape.terms[k];
+    std::snprintf(line, sizeof line, "  %-28s %-6s %12s   %s\n", t.name.c_str(),
+                  t.space == MemorySpace::host ? "host" : "device",
+                  format_bytes(at(big, k)).c_str(), t.driver.c_str());
+    out += line;
+  }
+  const std::size_t n = shape.terms.size();
+  std::snprintf(line, sizeof line,
+                "  start-up only: %s host + %s device (the features as read and their copy); "
+                "per epoch: %s host + %s device\n",
+                format_bytes(at(big, n)).c_str(), format_bytes(at(big, n + 1)).c_str(),
+                format_bytes(at(big, n + 2)).c_str(), format_bytes(at(big, n + 3)).c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "  peak: %s host, %s device%s\n",
+                format_bytes(at(big, n + 4)).c_str(), format_bytes(at(big, n + 5)).c_str(),
+                device_is_host ? (", " + format_bytes(at(big, n + 6)) + " together (CPU run)").c_str()
+                               : "");
+  out += line;
+  out += "  peak per rank:";
+  for (Rank r = 0; r < size; ++r) {
+    if (r == 16 && size > 17) {
+      out += " ... (" + std::to_string(size - 16) + " more)";
+      break;
+    }
+    out += " " + std::to_string(r) + ": " + format_bytes(at(r, peak_k)) + (r + 1 < size ? "," : "");
+  }
+  return out + "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Constructed before MPI so that it still watches MPI_Finalize; started once the timeout is known.
+  CommWatchdog watchdog;
   MpiEnv mpi(argc, argv);
   const Rank rank = mpi.rank(), size = mpi.size();
   try {
@@ -93,78 +152,150 @@ int main(int argc, char** argv) {
       if (rank == 0) std::cout << (cli.help ? cli.help_text : dump_json(cli.cfg.to_json(), 2) + "\n");
       return 0;
     }
+    const TrainConfig& cfg = cli.cfg;
+    watchdog.start(cfg.comm_timeout_s, "halognn-train", rank);
     if (rank == 0)
       for (const std::string& note : cli.notes) std::cerr << "halognn-train: " << note << "\n";
     // Collectives stay outside the fallible steps: a rank that throws must not skip one.
-    const Rank node_rank = local_rank();
-    LocalPartition part;
-    DevicePtr dev;
-    startup_step([&] { part = read_local_partition(cli.cfg.partition_dir, rank, size); });
-    startup_step([&] { dev = pick_device(cli.cfg.device, node_rank); });
+    MPI_Comm node = node_comm();
+    int node_rank = 0, node_size = 1;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_size(node, &node_size);
     startup_step([&] {
-      // Fail now, not after the last epoch, if the metrics file cannot be written.
-      if (rank != 0 || cli.cfg.metrics_path.empty()) return;
-      const std::filesystem::path p(cli.cfg.metrics_path);
-      const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
-      if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
-        throw InputError(cli.cfg.metrics_path, "cannot write here (directory " + dir.string() +
-                                                   " is missing or not writable)");
+      // Fail now, not after the last epoch, if the metrics file cannot be written or would
+      // overwrite an input.
+      if (rank == 0 && !cfg.metrics_path.empty())
+        MetricsLog::check_path(cfg.metrics_path, {cfg.partition_dir, cli.config_file});
     });
+    LocalPartition part;
+    startup_step([&] { part = read_local_partition(cfg.partition_dir, rank, size); });
+    startup_step([&] { check_partition_agreement(MPI_COMM_WORLD, part, cfg.partition_dir); });
+    DevicePtr dev;
+    startup_step([&] { dev = pick_device(cfg.device, node_rank); });
     // NCCL moves device buffers GPU to GPU; MPI (not CUDA-aware here) stages them through the host.
-    const bool use_nccl = cli.cfg.transport == "nccl" || (cli.cfg.transport == "auto" && !dev->is_host());
+    const bool use_nccl = cfg.transport == "nccl" || (cfg.transport == "auto" && !dev->is_host());
+
+    // Memory: estimated per rank, printed by rank 0, summed per node and checked against it.
+    MemoryEstimate estimate;
+    startup_step([&] {
+      estimate = estimate_training_memory(cfg, PartitionShape::of(part),
+                                          {dev->is_host(), use_nccl && !dev->is_host()});
+    });
+    {
+      const std::vector<double> mine = estimate_numbers(estimate);
+      std::vector<double> all(rank == 0 ? mine.size() * static_cast<std::size_t>(size) : 0);
+      BlockingScope blocked("gathering the memory estimates");
+      GNN_CHECK_MPI(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                               static_cast<int>(mine.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD));
+      if (rank == 0 && (!cfg.quiet || cli.dry_run))
+        std::cout << memory_report(estimate, all, size, dev->is_host()) << std::flush;
+    }
+    double node_need = static_cast<double>(dev->is_host() ? estimate.peak_total : estimate.peak_host);
+    {
+      BlockingScope blocked("adding up the memory estimates of a node");
+      GNN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &node_need, 1, MPI_DOUBLE, MPI_SUM, node));
+    }
+    MPI_Comm_free(&node);
+    startup_step([&] {
+      const bool budgeted = cfg.memory_budget_gib > 0;
+      const double budget = budgeted ? cfg.memory_budget_gib * 1073741824.0
+                                     : static_cast<double>(node_memory_bytes());
+      if (node_need <= budget) return;
+      const MemoryTerm& big = estimate.largest();
+      throw ConfigError(
+          "the run needs an estimated " + format_bytes(node_need) + " on this node (" +
+          std::to_string(node_size) + " rank(s)), more than its " + format_bytes(budget) +
+          (budgeted ? " of --memory-budget" : " of physical memory") + "; the largest term is " +
+          big.name + " (" + format_bytes(static_cast<double>(big.bytes)) + " on rank " +
+          std::to_string(rank) + "), driven by " + big.driver +
+          ": lower it or use more ranks (--dry-run prints the breakdown)");
+    });
+    if (cli.dry_run) {
+      if (rank == 0) std::cout << "halognn-train: dry run: the estimate fits; not training\n";
+      return 0;
+    }
+
     std::unique_ptr<Transport> base_transport;
     startup_step([&] {
       base_transport = use_nccl ? make_nccl_transport(MPI_COMM_WORLD, dev)
                                 : make_mpi_transport(MPI_COMM_WORLD);
     });
     std::unique_ptr<Transport> emulated;
-    if (!cli.cfg.emulate_link.empty())
-      emulated = make_emulated_link(*base_transport, parse_link_model(cli.cfg.emulate_link));
+    if (!cfg.emulate_link.empty())
+      emulated = make_emulated_link(*base_transport, parse_link_model(cfg.emulate_link));
     Transport* transport = emulated ? emulated.get() : base_transport.get();
-    if (rank == 0 && !cli.cfg.quiet)
-      std::cout << "halognn-train: " << size << " rank(s), model " << to_string(cli.cfg.model)
-                << ", device " << dev->name() << ", partition " << cli.cfg.partition_dir
-                << ", exchange " << to_string(cli.cfg.exchange) << ", numerics "
-                << kernels::to_string(cli.cfg.numerics) << " ("
+    if (rank == 0 && !cfg.quiet)
+      std::cout << "halognn-train: " << size << " rank(s), model " << to_string(cfg.model)
+                << ", device " << dev->name() << ", partition " << cfg.partition_dir
+                << ", exchange " << to_string(cfg.exchange) << ", numerics "
+                << kernels::to_string(cfg.numerics) << " ("
                 << kernels::to_string(kernels::cpu_isa()) << ")"
-                << (cli.cfg.emulate_link.empty()
+                << (cfg.emulate_link.empty()
                         ? std::string()
-                        : ", EMULATED link " + cli.cfg.emulate_link + " (Gb/s[,us])")
+                        : ", EMULATED link " + cfg.emulate_link + " (Gb/s[,us])")
                 << "\n";
     // Kernel numerics are process-wide (core/kernels/cpu_isa.hpp).
-    kernels::set_cpu_numerics(cli.cfg.numerics);
+    kernels::set_cpu_numerics(cfg.numerics);
     std::unique_ptr<Trainer> trainer;
     startup_step([&] {
-      trainer = std::make_unique<Trainer>(cli.cfg, std::move(part), *transport, dev);
+      trainer = std::make_unique<Trainer>(cfg, std::move(part), *transport, dev);
     });
     const bool multilabel = trainer->multilabel();
-    if (rank == 0 && !cli.cfg.quiet)
+    double state_mib = static_cast<double>(trainer->policy().state_bytes()) / (1024.0 * 1024.0);
+    transport->all_reduce_max(&state_mib, 1);
+    if (rank == 0 && !cfg.quiet && state_mib > 0)
+      std::printf("halognn-train: exchange policy %s keeps %.2f MiB of halo state per rank (max)\n",
+                  std::string(trainer->policy().name()).c_str(), state_mib);
+    const auto [plain_rows, sent_rows] = trainer->rows_per_exchange();
+    if (rank == 0 && !cfg.quiet)
+      std::cout << "halognn-train: halo rows per exchange of a layer: " << plain_rows << " plain"
+                << (cfg.halo_rows == HaloRows::semantic
+                        ? ", " + std::to_string(sent_rows) + " semantic group rows sent"
+                        : std::string())
+                << "\n";
+    if (rank == 0 && !cfg.quiet)
       std::cout << "halognn-train: layer-0 input on rank 0: "
                 << (trainer->sparse_input() ? "sparse (CSR)" : "dense") << "\n";
-
-    Json lines = Json::array();
-    const FinalMetrics final = trainer->run([&](const EpochMetrics& m) {
-      if (rank != 0) return;
-      if (!cli.cfg.quiet)
-        std::cout << progress_line(m, multilabel)
-                  << (cli.cfg.emulate_link.empty() ? "" : " | emulated link " + cli.cfg.emulate_link)
-                  << std::endl;
-      if (!cli.cfg.metrics_path.empty()) lines.push_back(m.to_json());
+    // Opened last, so a run refused at start-up leaves an earlier metrics file as it was.
+    std::optional<MetricsLog> metrics;
+    startup_step([&] {
+      if (rank == 0 && !cfg.metrics_path.empty()) metrics.emplace(cfg.metrics_path);
     });
+
+    FinalMetrics final;
+    try {
+      final = trainer->run([&](const EpochMetrics& m) {
+        if (rank != 0) return;
+        if (!cfg.quiet)
+          std::cout << progress_line(m, multilabel)
+                    << (cfg.emulate_link.empty() ? "" : " | emulated link " + cfg.emulate_link)
+                    << std::endl;
+        if (metrics) metrics->append(m.to_json());
+      });
+    } catch (const TrainingDiverged& e) {
+      // Every rank stops in the same epoch (the loss is all-reduced): no abort needed.
+      if (rank == 0) {
+        if (metrics) {
+          metrics->append({{"event", "diverged"}, {"epoch", e.epoch()}, {"message", e.what()}});
+          metrics->close();
+        }
+        std::cerr << "halognn-train: " << e.what() << std::endl;
+      }
+      return 1;
+    }
     if (rank == 0) {
       Json f = final.to_json();
       f["metric"] = multilabel ? "f1_micro" : "accuracy";
       f["world_size"] = size;
       f["device"] = dev->name();
-      f["config"] = cli.cfg.to_json();
+      f["config"] = cfg.to_json();
+      f["memory_estimate"] = estimate.to_json();
       std::printf("best val %.4f at epoch %d, test %.4f | %.2f s total | %.2f MB sent\n",
                   final.best_val, final.best_epoch, final.test_at_best_val, final.total_s,
                   final.total_bytes_sent / 1e6);
-      if (!cli.cfg.metrics_path.empty()) {
-        std::string text;
-        for (const Json& l : lines) text += dump_json(l) + "\n";
-        text += dump_json(f) + "\n";
-        write_file_atomic(cli.cfg.metrics_path, text);
+      if (metrics) {
+        metrics->append(f);
+        metrics->close();
       }
     }
     return 0;

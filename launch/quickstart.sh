@@ -13,7 +13,11 @@ build=${BUILD_DIR:-$root/build}
 jobs=${JOBS:-$(nproc)}
 
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libmetis-dev metis libeigen3-dev
-          libboost-program-options-dev libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev)
+          libboost-program-options-dev libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev
+          clang libclang-rt-14-dev)  # clang + libFuzzer: the fuzz harnesses (test/fuzz)
+# The cluster tests (test/cluster) build hosts from network namespaces and run a Slurm cluster on
+# them; Debian does not start the Slurm daemons it installs without a configuration.
+[[ $mode == test ]] && packages+=(iproute2 util-linux slurmctld slurmd slurm-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,7 @@
 #include "models/layer.hpp"
 
+#include <cmath>
+
 #include <string>
 
 #include "core/error.hpp"
@@ -12,6 +14,18 @@ ModelKind parse_model_kind(std::string_view s) {
   if (s == "sage") return ModelKind::sage;
   if (s == "gat") return ModelKind::gat;
   throw ConfigError("unknown model '" + std::string(s) + "' (choices: gcn, sage, gat)");
+}
+
+float neighbour_scale(ModelKind kind, std::int64_t global_degree) {
+  switch (kind) {
+    case ModelKind::gcn:
+      // The same float expression as GcnLayer::prepare's edge weights.
+      return 1.0f / std::sqrt(static_cast<float>(global_degree) + 1.0f);
+    case ModelKind::sage:
+    case ModelKind::gat:
+      return 1.0f;
+  }
+  throw Error("neighbour_scale: unknown model kind");
 }
 
 std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,

@@ -23,6 +23,13 @@ enum class ModelKind { gcn, sage, gat };
 /// "gcn" | "sage" | "gat"; throws ConfigError listing the choices otherwise.
 ModelKind parse_model_kind(std::string_view);
 
+/// β_u of the factorisation a_vu = α_v β_u of a layer's aggregation weight: the part that depends
+/// on the neighbour u only, from its global degree (self-loops excluded). Grouped halo exchanges
+/// send Σ_u w_u β_u h_u and hand every member u the row m_g / β_u (docs/semantic_groups.md).
+/// GCN: 1 / sqrt(d_u + 1); SAGE (mean: α_v = 1 / d_v) and GAT (a group acts as D_g(v) identical
+/// neighbours under attention): 1.
+float neighbour_scale(ModelKind kind, std::int64_t global_degree);
+
 /// A trainable tensor and its gradient (same shape, same device).
 struct Parameter {
   std::string name;

@@ -29,6 +29,20 @@ struct PeerRows {
   std::vector<LocalId> rows;
 };
 
+/// The semantic groups of one link as seen from one of its ends (partition/semantic_groups.hpp,
+/// docs/semantic_groups.md): group g's members are rows[ptr[g] .. ptr[g+1]) — owned local ids on
+/// the sending end, halo local ids on the receiving end, ascending global id in both — and, on the
+/// sending end only, their weights w_u = D_g(u) / |E_g|. Both ends list the same groups in the
+/// same order.
+struct LinkGroupRows {
+  Rank peer = -1;
+  std::vector<std::int32_t> ptr{0};
+  std::vector<LocalId> rows;
+  std::vector<float> weights;        ///< sending end only (empty on the receiving end)
+  std::vector<std::uint8_t> kinds;   ///< per group: ConnectionKind (o2o 0, o2m 1, m2o 2, m2m 3)
+  std::int64_t num_groups() const { return static_cast<std::int64_t>(ptr.size()) - 1; }
+};
+
 struct LocalPartition {
   Rank rank = 0;
   Rank num_parts = 1;
@@ -55,6 +69,15 @@ struct LocalPartition {
   std::vector<std::uint8_t> train_mask, val_mask, test_mask;  ///< num_owned
   /// Split sizes over the whole graph (so each rank can normalise the loss identically).
   std::int64_t global_train = 0, global_val = 0, global_test = 0;
+
+  /// Semantic groups (when the partition was built with them): per send peer and per receive
+  /// peer, in the order of `send` and `recv`.
+  bool has_groups = false;
+  std::vector<LinkGroupRows> send_groups, recv_groups;
+  /// Identifies the halognn-partition run that wrote this part (also in the manifest): parts of
+  /// one run share it, so a directory mixing files of two runs is refused at start-up. Last, so
+  /// aggregate initialisers of the members above keep their meaning.
+  std::uint64_t run_id = 0;
 
   LocalId num_local() const { return num_owned + num_halo; }
 };

@@ -12,6 +12,7 @@
 #include "core/json.hpp"
 #include "core/types.hpp"
 #include "partition/local_partition.hpp"
+#include "partition/semantic_groups.hpp"
 
 namespace halognn {
 
@@ -52,6 +53,9 @@ struct PartitionConfig {
   Objective objective = Objective::cut; ///< METIS objective: edge cut or communication volume
   std::uint64_t seed = 1;               ///< METIS_OPTION_SEED / random assignment seed
   LocalOrder order;                     ///< numbering of each part's owned rows
+  /// Semantic groups of every link, stored with the partition (--groups semantic).
+  bool semantic_groups = false;
+  GroupingConfig grouping;
 };
 
 /// "metis" / "random".
@@ -89,6 +93,9 @@ struct PartitionReport {
   std::vector<PairVolume> pair_volume;    ///< non-zero pairs, ordered by (from, to)
   double imbalance = 1.0;           ///< max owned / mean owned
   std::int64_t total_volume = 0;    ///< rows crossing ranks per exchange (= sum of halo sizes)
+  /// Semantic groups (when built): the per-link report, and the seconds the grouping took.
+  std::vector<Json> group_links;
+  double grouping_seconds = 0;
 
   /// The report as JSON (the fields above, names unchanged).
   Json to_json() const;

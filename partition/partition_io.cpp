@@ -4,7 +4,10 @@
 //   "HGNNPART" | u32 version | u32 section count | fixed header fields
 //   sections, each: char[4] tag | u32 element bytes | u64 element count | data
 //   u32 CRC32 (zlib) of every preceding byte
+#include <algorithm>
 #include <bit>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -179,7 +182,9 @@ std::vector<PeerRows> read_plan(FileReader& r, const char (&peers_tag)[5],
 std::uint32_t crc_of_prefix(const std::string& path, std::uint64_t n) {
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) throw InputError(path, "cannot open file");
-  std::vector<unsigned char> buf(std::size_t{1} << 22);
+  // At most 4 MiB at a time, no more than the file needs (a small file gets a small buffer).
+  std::vector<unsigned char> buf(static_cast<std::size_t>(
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(n, std::uint64_t{1} << 22))));
   std::uint32_t crc = static_cast<std::uint32_t>(::crc32(0, nullptr, 0));
   while (n > 0) {
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n, buf.size()));
@@ -195,6 +200,16 @@ std::uint64_t file_size_or_throw(const std::string& path) {
   const auto size = fs::file_size(path, ec);
   if (ec) throw InputError(path, "cannot read file: " + ec.message());
   return size;
+}
+
+/// a * b for non-negative counts, or an InputError naming `what` when the product does not fit
+/// in 62 bits (no section can be that large: the byte count would overflow).
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const std::string& path,
+                             const char* what) {
+  std::int64_t p = 0;
+  GNN_CHECK_INPUT(!__builtin_mul_overflow(a, b, &p) && p <= (std::int64_t{1} << 62), path,
+                  "header sizes overflow: ", what, " = ", a, " x ", b);
+  return p;
 }
 
 LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
@@ -242,11 +257,17 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   lp.global_train = r.pod<std::int64_t>("header");
   lp.global_val = r.pod<std::int64_t>("header");
   lp.global_test = r.pod<std::int64_t>("header");
+  lp.run_id = r.pod<std::uint64_t>("header");
   GNN_CHECK_INPUT(lp.num_owned >= 0 && lp.num_halo >= 0 && num_features >= 0 &&
                       lp.num_classes >= 0,
                   path, "negative count in header");
   const std::int64_t n_local = static_cast<std::int64_t>(lp.num_owned) + lp.num_halo;
   const std::int64_t owned = lp.num_owned;
+  // Element counts of the sized sections; a header that passed its checksum may still be forged
+  // or written by a broken tool, so no product may wrap around.
+  const std::int64_t feat_count = checked_product(owned, num_features, path, "owned x features");
+  const std::int64_t lmat_count =
+      lp.multilabel ? checked_product(owned, lp.num_classes, path, "owned x classes") : 0;
 
   r.section("GIDS", lp.global_ids, n_local);
   r.section("DEGR", lp.global_degree, n_local);
@@ -256,11 +277,11 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   r.section("COLS", lp.col, nnz);
   lp.send = read_plan(r, "SPEE", "SROW", path);
   lp.recv = read_plan(r, "RPEE", "RROW", path);
-  const std::size_t nfeat = r.section_count<float>("FEAT", owned * num_features);
+  const std::size_t nfeat = r.section_count<float>("FEAT", feat_count);
   lp.features = Matrix(owned, num_features);
   r.read(lp.features.data(), nfeat * sizeof(float), "FEAT");
   r.section("LABL", lp.labels, lp.multilabel ? 0 : owned);
-  r.section("LMAT", lp.label_matrix, lp.multilabel ? owned * lp.num_classes : 0);
+  r.section("LMAT", lp.label_matrix, lmat_count);
   std::vector<std::uint8_t> masks;
   r.section("MASK", masks, 3 * owned);
   lp.train_mask.assign(masks.begin(), masks.begin() + owned);
@@ -294,11 +315,146 @@ std::string strip_trailing_slashes(std::string s) {
   return s;
 }
 
+// ---- semantic groups files ------------------------------------------------------------------
+//   "HGNNGRPS" | u32 version | i32 rank | i32 num_parts | u64 run id | send side | receive side |
+//   u32 CRC32
+//   side: per-link (peer, groups, members) triplets, group pointers, members, [weights], kinds
+
+constexpr char kGroupsMagic[8] = {'H', 'G', 'N', 'N', 'G', 'R', 'P', 'S'};
+constexpr std::uint32_t kGroupsVersion = 1;
+
+void write_group_side(FileWriter& w, const std::vector<LinkGroupRows>& side, bool sending) {
+  std::vector<std::int32_t> head, ptr;
+  std::vector<LocalId> rows;
+  std::vector<float> weights;
+  std::vector<std::uint8_t> kinds;
+  for (const LinkGroupRows& l : side) {
+    head.push_back(l.peer);
+    head.push_back(static_cast<std::int32_t>(l.num_groups()));
+    head.push_back(static_cast<std::int32_t>(l.rows.size()));
+    ptr.insert(ptr.end(), l.ptr.begin(), l.ptr.end());
+    rows.insert(rows.end(), l.rows.begin(), l.rows.end());
+    weights.insert(weights.end(), l.weights.begin(), l.weights.end());
+    kinds.insert(kinds.end(), l.kinds.begin(), l.kinds.end());
+  }
+  w.section(sending ? "GSHD" : "GRHD", head.data(), head.size());
+  w.section(sending ? "GSPT" : "GRPT", ptr.data(), ptr.size());
+  w.section(sending ? "GSRO" : "GRRO", rows.data(), rows.size());
+  if (sending) w.section("GSWT", weights.data(), weights.size());
+  w.section(sending ? "GSKI" : "GRKI", kinds.data(), kinds.size());
+}
+
+std::vector<LinkGroupRows> read_group_side(FileReader& r, bool sending, const std::string& path) {
+  std::vector<std::int32_t> head, ptr;
+  std::vector<LocalId> rows;
+  std::vector<float> weights;
+  std::vector<std::uint8_t> kinds;
+  r.section(sending ? "GSHD" : "GRHD", head, -1);
+  GNN_CHECK_INPUT(head.size() % 3 == 0, path, "group header has a length not divisible by 3");
+  std::int64_t groups = 0, members = 0;
+  for (std::size_t i = 0; i < head.size(); i += 3) {
+    GNN_CHECK_INPUT(head[i + 1] >= 0 && head[i + 2] >= 0, path, "negative group counts");
+    groups += head[i + 1];
+    members += head[i + 2];
+  }
+  const auto links = static_cast<std::int64_t>(head.size() / 3);
+  r.section(sending ? "GSPT" : "GRPT", ptr, groups + links);
+  r.section(sending ? "GSRO" : "GRRO", rows, members);
+  if (sending) r.section("GSWT", weights, members);
+  r.section(sending ? "GSKI" : "GRKI", kinds, groups);
+  std::vector<LinkGroupRows> side(static_cast<std::size_t>(links));
+  std::int64_t at_ptr = 0, at_rows = 0, at_kind = 0;
+  for (std::size_t k = 0; k < side.size(); ++k) {
+    LinkGroupRows& l = side[k];
+    l.peer = head[3 * k];
+    const std::int64_t g = head[3 * k + 1], m = head[3 * k + 2];
+    l.ptr.assign(ptr.begin() + at_ptr, ptr.begin() + at_ptr + g + 1);
+    l.rows.assign(rows.begin() + at_rows, rows.begin() + at_rows + m);
+    if (sending) l.weights.assign(weights.begin() + at_rows, weights.begin() + at_rows + m);
+    l.kinds.assign(kinds.begin() + at_kind, kinds.begin() + at_kind + g);
+    at_ptr += g + 1;
+    at_rows += m;
+    at_kind += g;
+  }
+  return side;
+}
+
+std::string groups_file_name(Rank rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "groups-%05d.bin", rank);
+  return buf;
+}
+
+PartitionFileInfo write_groups_file(const LocalPartition& lp, const std::string& path) {
+  FileWriter w(path);
+  w.write(kGroupsMagic, sizeof kGroupsMagic);
+  w.pod<std::uint32_t>(kGroupsVersion);
+  w.pod<std::int32_t>(lp.rank);
+  w.pod<std::int32_t>(lp.num_parts);
+  w.pod<std::uint64_t>(lp.run_id);
+  write_group_side(w, lp.send_groups, true);
+  write_group_side(w, lp.recv_groups, false);
+  PartitionFileInfo info = w.finish();
+  info.file = fs::path(path).filename().string();
+  return info;
+}
+
+/// Reads rank lp.rank's groups file (checked against the manifest's size and CRC) into lp.
+void read_groups_file(const std::string& path, std::uint64_t bytes, std::uint32_t crc,
+                      LocalPartition& lp) {
+  GNN_CHECK_INPUT(fs::exists(path), path, "missing groups file (listed in the manifest)");
+  const std::uint64_t size = file_size_or_throw(path);
+  GNN_CHECK_INPUT(size == bytes, path, "file is ", size, " bytes but the manifest says ", bytes,
+                  " (truncated, or from another partition run)");
+  GNN_CHECK_INPUT(size >= sizeof kGroupsMagic + 20 + 4, path, "truncated groups file");
+  const std::uint32_t body_crc = crc_of_prefix(path, size - 4);
+  GNN_CHECK_INPUT(body_crc == crc, path, "checksum ", body_crc, " differs from the manifest's ",
+                  crc, " (corrupt, or from another partition run)");
+  FileReader r(path, size);
+  char magic[8];
+  r.read(magic, sizeof magic, "magic");
+  GNN_CHECK_INPUT(std::memcmp(magic, kGroupsMagic, sizeof magic) == 0, path,
+                  "not a halognn groups file (bad magic)");
+  const auto version = r.pod<std::uint32_t>("version");
+  GNN_CHECK_INPUT(version == kGroupsVersion, path, "groups file version ", version,
+                  ", this build reads version ", kGroupsVersion, "; re-run halognn-partition");
+  const auto rank = r.pod<std::int32_t>("header");
+  const auto parts = r.pod<std::int32_t>("header");
+  GNN_CHECK_INPUT(rank == lp.rank && parts == lp.num_parts, path, "holds the groups of rank ",
+                  rank, " of ", parts, ", expected rank ", lp.rank, " of ", lp.num_parts);
+  const auto run = r.pod<std::uint64_t>("header");
+  GNN_CHECK_INPUT(run == lp.run_id, path, "written by partition run ", format_run_id(run),
+                  " but its rank file by run ", format_run_id(lp.run_id));
+  lp.send_groups = read_group_side(r, true, path);
+  lp.recv_groups = read_group_side(r, false, path);
+  GNN_CHECK_INPUT(r.left() == 4, path, r.left() - 4, " unexpected bytes after the last section");
+  validate_groups(lp, path);
+  lp.has_groups = true;
+}
+
 }  // namespace
 
 std::string partition_file_name(Rank rank) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "part-%05d.bin", rank);
+  return buf;
+}
+
+std::uint64_t new_partition_run_id() {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const std::int64_t stamps[3] = {
+      std::chrono::system_clock::now().time_since_epoch().count(),
+      std::chrono::steady_clock::now().time_since_epoch().count(), static_cast<std::int64_t>(::getpid())};
+  h = fnv1a(h, stamps, sizeof stamps);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  h = fnv1a(h, host, std::strlen(host));
+  return h;
+}
+
+std::string format_run_id(std::uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
   return buf;
 }
 
@@ -338,6 +494,7 @@ PartitionFileInfo write_local_partition_file(const LocalPartition& lp, const std
   w.pod<std::int64_t>(lp.global_train);
   w.pod<std::int64_t>(lp.global_val);
   w.pod<std::int64_t>(lp.global_test);
+  w.pod<std::uint64_t>(lp.run_id);
   w.section("GIDS", lp.global_ids.data(), lp.global_ids.size());
   w.section("DEGR", lp.global_degree.data(), lp.global_degree.size());
   w.section("RPTR", lp.row_ptr.data(), lp.row_ptr.size());
@@ -364,23 +521,41 @@ LocalPartition read_local_partition_file(const std::string& path) {
 
 Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vector<Rank>& parts,
                          const PartitionConfig& cfg, const std::string& out_arg,
-                         PartitionReport* report_out) {
+                         PartitionReport* report_out, std::vector<std::string>* removed_leftovers) {
   GNN_CHECK_CONFIG(cfg.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
                    "seed ", cfg.seed, " does not fit in a signed 64-bit integer");
   StagedDirectory out(
       out_arg, [](const fs::path& p) { return fs::is_empty(p) || is_partition_dir(p); },
       "partition");
+  if (removed_leftovers) *removed_leftovers = out.removed_leftovers();
+  std::vector<LinkGroups> links;
+  double grouping_s = 0;
+  if (cfg.semantic_groups) {
+    const auto t0 = std::chrono::steady_clock::now();
+    links = group_links(g, parts, cfg.parts, cfg.grouping);
+    grouping_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   PartitionReport report;
-  Json files = Json::array();
+  Json files = Json::array(), group_files = Json::array();
+  const std::uint64_t run_id = new_partition_run_id();
   for_each_local_partition(
       ds, g, parts, cfg.parts,
       [&](LocalPartition&& lp) {
+        lp.run_id = run_id;
         const std::string name = partition_file_name(lp.rank);
         const PartitionFileInfo info = write_local_partition_file(lp, out.file(name));
         files.push_back({{"rank", lp.rank}, {"file", name}, {"bytes", info.bytes},
                          {"crc32", info.crc32}});
+        if (!cfg.semantic_groups) return;
+        attach_groups(lp, links);
+        const std::string gname = groups_file_name(lp.rank);
+        const PartitionFileInfo ginfo = write_groups_file(lp, out.file(gname));
+        group_files.push_back({{"rank", lp.rank}, {"file", gname}, {"bytes", ginfo.bytes},
+                               {"crc32", ginfo.crc32}});
       },
       &report, cfg.order);
+  report.grouping_seconds = grouping_s;
+  for (const LinkGroups& l : links) report.group_links.push_back(l.to_json());
 
   Json dataset = Json::object();
   dataset["name"] = ds.name;
@@ -394,6 +569,7 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   Json m = Json::object();
   m["format"] = kPartitionFormatName;
   m["version"] = kPartitionFormatVersion;
+  m["run_id"] = format_run_id(run_id);
   m["dataset"] = std::move(dataset);
   m["parts"] = cfg.parts;
   m["method"] = to_string(cfg.method);
@@ -413,6 +589,17 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   for (const auto& x : report.pair_volume) pv.push_back({x.from, x.to, x.rows});
   m["pair_volume"] = std::move(pv);
   m["files"] = std::move(files);
+  if (cfg.semantic_groups) {
+    Json gr = Json::object();
+    gr["method"] = "semantic";
+    gr["groups_per_link"] = cfg.grouping.groups_per_link;
+    gr["drop_o2o"] = cfg.grouping.drop_o2o;
+    gr["seed"] = static_cast<std::int64_t>(cfg.grouping.seed);
+    gr["seconds"] = grouping_s;
+    gr["files"] = std::move(group_files);
+    gr["links"] = report.group_links;
+    m["groups"] = std::move(gr);
+  }
   // The manifest goes last: a directory without one is recognisably incomplete.
   write_file_atomic(out.file("manifest.json"), dump_json(m, 2) + "\n");
   out.commit();
@@ -437,6 +624,19 @@ void write_metis_graph(const GlobalGraph& g, const std::string& path) {
   w.finish_text();
 }
 
+namespace {
+
+/// The run id from its manifest form (16 hex digits).
+std::uint64_t parse_run_id(const std::string& text, const std::string& path) {
+  std::uint64_t id = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id, 16);
+  GNN_CHECK_INPUT(text.size() == 16 && ec == std::errc() && end == text.data() + text.size(), path,
+                  "\"run_id\" must be 16 hex digits (got \"", text, "\")");
+  return id;
+}
+
+}  // namespace
+
 Json read_partition_manifest(const std::string& dir_arg) {
   const std::string dir = strip_trailing_slashes(dir_arg);
   const std::string path = dir + "/manifest.json";
@@ -457,8 +657,17 @@ Json read_partition_manifest(const std::string& dir_arg) {
                   "\"files\" must be an array");
   GNN_CHECK_INPUT(static_cast<std::int64_t>(m["files"].size()) == parts, path, "lists ",
                   m["files"].size(), " rank files for ", parts, " parts");
+  parse_run_id(json_string(m, "run_id", path), path);
   GNN_CHECK_INPUT(m.contains("dataset"), path, "missing \"dataset\"");
-  json_int(m["dataset"], "num_nodes", path + " (dataset)");
+  const std::string ds = path + " (dataset)";
+  const std::int64_t nodes = json_int(m["dataset"], "num_nodes", ds);
+  const std::int64_t features = json_int(m["dataset"], "num_features", ds);
+  const std::int64_t classes = json_int(m["dataset"], "num_classes", ds);
+  GNN_CHECK_INPUT(nodes >= 0 && features >= 0 && classes >= 0, path,
+                  "negative dataset size (num_nodes ", nodes, ", num_features ", features,
+                  ", num_classes ", classes, ")");
+  GNN_CHECK_INPUT(classes <= std::numeric_limits<std::int32_t>::max(), path, "num_classes ",
+                  classes, " does not fit the rank files' 32-bit class count");
   return m;
 }
 
@@ -492,9 +701,37 @@ LocalPartition read_local_partition(const std::string& dir_arg, Rank rank, Rank 
                   " differs from the manifest's ", crc, " (file from another partition run?)");
   GNN_CHECK_INPUT(lp.rank == rank && lp.num_parts == parts, path, "holds rank ", lp.rank, " of ",
                   lp.num_parts, ", expected rank ", rank, " of ", parts);
-  const std::int64_t manifest_nodes = m["dataset"]["num_nodes"].get<std::int64_t>();
+  const std::uint64_t manifest_run = parse_run_id(m["run_id"].get<std::string>(), mpath);
+  GNN_CHECK_INPUT(lp.run_id == manifest_run, path, "written by partition run ",
+                  format_run_id(lp.run_id), " but ", mpath, " is from run ",
+                  format_run_id(manifest_run),
+                  " (files of two halognn-partition runs mixed up; re-run halognn-partition)");
+  const Json& dsm = m["dataset"];
+  const std::int64_t manifest_nodes = dsm["num_nodes"].get<std::int64_t>();
   GNN_CHECK_INPUT(lp.global_num_nodes == manifest_nodes, path, "graph size ",
                   lp.global_num_nodes, " differs from the manifest's ", manifest_nodes);
+  const std::int64_t manifest_features = dsm["num_features"].get<std::int64_t>();
+  GNN_CHECK_INPUT(lp.features.cols() == manifest_features, path, "has ", lp.features.cols(),
+                  " features per node but the manifest says ", manifest_features);
+  const std::int64_t manifest_classes = dsm["num_classes"].get<std::int64_t>();
+  GNN_CHECK_INPUT(lp.num_classes == manifest_classes, path, "has ", lp.num_classes,
+                  " classes but the manifest says ", manifest_classes);
+  if (m.contains("groups")) {
+    const Json& gr = m["groups"];
+    GNN_CHECK_INPUT(gr.is_object() && gr.contains("files") && gr["files"].is_array() &&
+                        static_cast<std::int64_t>(gr["files"].size()) == parts,
+                    mpath, "\"groups\" must list one groups file per part");
+    const Json& gentry = gr["files"][static_cast<std::size_t>(rank)];
+    const std::string gwhere = mpath + " (groups.files[" + std::to_string(rank) + "])";
+    GNN_CHECK_INPUT(json_int(gentry, "rank", gwhere) == rank, mpath, "groups.files[", rank,
+                    "] is for another rank");
+    const std::string gname = json_string(gentry, "file", gwhere);
+    GNN_CHECK_INPUT(!gname.empty() && gname.find('/') == std::string::npos && gname != "." &&
+                        gname != "..",
+                    mpath, "groups file name '", gname, "' is not a plain file name");
+    read_groups_file(dir + "/" + gname, static_cast<std::uint64_t>(json_int(gentry, "bytes", gwhere)),
+                     static_cast<std::uint32_t>(json_int(gentry, "crc32", gwhere)), lp);
+  }
   return lp;
 }
 

@@ -14,8 +14,9 @@
 
 namespace halognn {
 
-/// Version of the manifest and of the rank file layout; readers reject any other.
-inline constexpr std::int64_t kPartitionFormatVersion = 1;
+/// Version of the manifest and of the rank file layout; readers reject any other. Version 2 added
+/// the partition run id (manifest "run_id", rank file header).
+inline constexpr std::int64_t kPartitionFormatVersion = 2;
 /// The manifest's "format" value.
 inline constexpr const char* kPartitionFormatName = "halognn-partition";
 
@@ -25,6 +26,14 @@ std::string partition_file_name(Rank rank);
 /// A short hex hash of the dataset's identity: node count, edge arrays, feature shape, classes
 /// and labels. Two datasets with the same fingerprint give the same partitions.
 std::string dataset_fingerprint(const Dataset& ds);
+
+/// A fresh id for one halognn-partition run: a hash of the clock, the process and the host, so
+/// two runs (even of the same data and options) get different ids. Not a modelling choice: it
+/// only tells runs apart.
+std::uint64_t new_partition_run_id();
+
+/// The manifest's form of a run id: 16 lowercase hex digits.
+std::string format_run_id(std::uint64_t id);
 
 /// Size and checksum of one written rank file.
 struct PartitionFileInfo {
@@ -43,21 +52,26 @@ LocalPartition read_local_partition_file(const std::string& path);
 /// `out`: everything is written into "<out>.tmp.<pid>" and then renamed to `out`. An existing
 /// `out` is replaced only when it is a partition directory (has a halognn-partition manifest) or
 /// empty; otherwise ConfigError. Returns the manifest that was written.
-/// @param report  when not null, receives the partition report
+/// @param report             when not null, receives the partition report
+/// @param removed_leftovers  when not null, receives the "<out>.tmp.<pid>" leftovers of killed
+///                           runs that were removed first (for the tool to report)
 Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vector<Rank>& parts,
                          const PartitionConfig& cfg, const std::string& out,
-                         PartitionReport* report = nullptr);
+                         PartitionReport* report = nullptr,
+                         std::vector<std::string>* removed_leftovers = nullptr);
 
 /// Writes `g` in the METIS graph format (header "N M", then one line of 1-based neighbours per
 /// vertex), for gpmetis or other external partitioners. Written atomically.
 void write_metis_graph(const GlobalGraph& g, const std::string& path);
 
-/// Reads and checks "<dir>/manifest.json" (format name and version).
+/// Reads and checks "<dir>/manifest.json" (format name and version, run id, the dataset's sizes).
 Json read_partition_manifest(const std::string& dir);
 
 /// Rank `rank`'s part of the partition in `dir`, for a job of `world_size` ranks. Checks the
 /// manifest, that its part count equals `world_size`, the file's size and CRC32 against the
-/// manifest, and the structural invariants. Errors are InputError naming the file.
+/// manifest, its run id, feature and class counts against the manifest's, and the structural
+/// invariants. Errors are InputError naming the file. What one rank cannot see (the other ranks'
+/// files) is checked by check_partition_agreement (partition_agreement.hpp).
 LocalPartition read_local_partition(const std::string& dir, Rank rank, Rank world_size);
 
 }  // namespace halognn

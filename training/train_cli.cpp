@@ -22,7 +22,7 @@ std::vector<std::string> config_tokens(const std::string& path, const po::option
     std::replace(name.begin(), name.end(), '_', '-');
     if (!all.find_nothrow(name, false))
       throw InputError(path, "unknown option \"" + key + "\" (see halognn-train --help)");
-    if (name == "config" || name == "dump-config" || name == "help")
+    if (name == "config" || name == "dump-config" || name == "dry-run" || name == "help")
       throw InputError(path, "\"" + key + "\" cannot be set from a config file");
     if (value.is_null() || (value.is_boolean() && !value.get<bool>()) ||
         (value.is_string() && value.get<std::string>().empty()))
@@ -45,7 +45,9 @@ std::vector<std::string> config_tokens(const std::string& path, const po::option
 TrainCli parse_train_cli(int argc, const char* const* argv) {
   TrainCli cli;
   TrainConfig& c = cli.cfg;
-  std::string model = "gcn", optimizer = "adam", exchange = "sync", numerics = "fast", config_file;
+  std::string model = "gcn", optimizer = "adam", exchange = "sync", halo_rows = "plain",
+      numerics = "fast", config_file;
+  std::string refresh_by = "grad";
   bool dense_features = false;
   int staleness_bound_alias = -1;
   po::options_description general("General");
@@ -54,12 +56,17 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("config", po::value(&config_file),
        "read options from this JSON file (as --dump-config writes it; the command line wins)")
       ("dump-config", "print the effective configuration as JSON and exit")
+      ("dry-run", "read the partition, print the per-rank memory estimate and exit without training")
       ("partition", po::value(&c.partition_dir), "partition directory (from halognn-partition)")
       ("device", po::value(&c.device)->default_value("auto"), "cpu | cuda | auto")
       ("transport", po::value(&c.transport)->default_value("auto"),
        "nccl | mpi | auto (nccl on a GPU, mpi on the CPU; ranks sharing a GPU need mpi)")
       ("metrics", po::value(&c.metrics_path), "write per-epoch JSON lines here")
-      ("quiet", po::bool_switch(&c.quiet), "no per-epoch progress lines");
+      ("quiet", po::bool_switch(&c.quiet), "no per-epoch progress lines")
+      ("comm-timeout", po::value(&c.comm_timeout_s)->default_value(300),
+       "seconds one blocking communication step may take before every rank is aborted (0: never)")
+      ("memory-budget", po::value(&c.memory_budget_gib)->default_value(0),
+       "GiB of memory per node a run may need by its estimate (0: the node's physical memory)");
   po::options_description model_opts("Model and optimisation");
   model_opts.add_options()
       ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat")
@@ -90,13 +97,27 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("codec-forward", po::value(&c.codec_forward), "forward codec, or a comma list per layer")
       ("codec-backward", po::value(&c.codec_backward), "backward codec, or a comma list per layer")
       ("compress-layer0", po::bool_switch(&c.compress_layer0),
-       "use the layer-0 forward codec for the one-time feature exchange (default: exact)")
+       "use layer 0's forward codec and halo rows for the one-time feature exchange (default: "
+       "exact plain rows)")
+      ("halo-rows", po::value(&halo_rows)->default_value("plain"),
+       "plain | semantic: every boundary row, or one row per semantic group (a partition built "
+       "with --groups semantic; docs/semantic_groups.md)")
       ("exchange", po::value(&exchange)->default_value("sync"),
-       "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1)")
+       "sync | pipelined (layer l of epoch t uses halo rows sent in epoch t-1) | refresh (only "
+       "rows too old or most important cross; docs/halo_exchange.md)")
       ("sync-every", po::value(&c.sync_every)->default_value(0),
        "pipelined: a synchronous epoch every N epochs, epoch 0 included (0: only epoch 0)")
       ("staleness-bound", po::value(&staleness_bound_alias),
-       "old name of --sync-every (a synchronisation period, not a per-row bound)")
+       "refresh: a halo row is re-sent when its age in epochs reaches N (1: every epoch, exact); "
+       "with --exchange pipelined, the old name of --sync-every")
+      ("refresh-fraction", po::value(&c.refresh_fraction)->default_value(0.0),
+       "refresh: of the other rows, re-send this fraction ranked by --refresh-by")
+      ("refresh-by", po::value(&refresh_by)->default_value("grad"),
+       "refresh: grad (gradient norm in the last backward) | change (relative change since "
+       "last sent)")
+      ("refresh-exact-backward", po::bool_switch(&c.refresh_exact_backward),
+       "refresh: send every halo gradient back every epoch (default: only those of refreshed "
+       "rows)")
       ("smoothing", po::value(&c.smoothing)->default_value(0.0f),
        "pipelined: moving-average gamma for stale halo rows and gradients (0: off)")
       ("emulate-link", po::value(&c.emulate_link),
@@ -117,6 +138,8 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   }
   cli.help = vm.count("help") > 0;
   cli.dump_config = vm.count("dump-config") > 0;
+  cli.dry_run = vm.count("dry-run") > 0;
+  cli.config_file = config_file;
   std::ostringstream os;
   os << "usage: mpirun -np K halognn-train --partition DIR [options]\n" << all;
   cli.help_text = os.str();
@@ -127,14 +150,25 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.optimizer = parse_optimizer_kind(optimizer);
   c.exchange = parse_exchange_mode(exchange);
   c.numerics = kernels::parse_cpu_numerics(numerics);
+  c.halo_rows = parse_halo_rows(halo_rows);
+  c.refresh_by = parse_refresh_by(refresh_by);
   if (vm.count("staleness-bound")) {
-    GNN_CHECK_CONFIG(vm["sync-every"].defaulted(),
-                     "give --sync-every or its old name --staleness-bound, not both");
-    c.sync_every = staleness_bound_alias;
-    cli.notes.push_back("note: --staleness-bound " + std::to_string(staleness_bound_alias) +
-                        " is the old name of --sync-every " +
-                        std::to_string(staleness_bound_alias) +
-                        " (a synchronous epoch every N epochs)");
+    if (c.exchange == ExchangeMode::refresh) {
+      c.staleness_bound = staleness_bound_alias;
+    } else {
+      // The pipelined policy's synchronisation period once had this name.
+      GNN_CHECK_CONFIG(c.exchange == ExchangeMode::pipelined,
+                       "--staleness-bound needs --exchange refresh (a per-row bound) or "
+                       "pipelined (the old name of --sync-every)");
+      GNN_CHECK_CONFIG(vm["sync-every"].defaulted(),
+                       "give --sync-every or its old name --staleness-bound, not both");
+      c.sync_every = staleness_bound_alias;
+      cli.notes.push_back("note: with --exchange pipelined, --staleness-bound " +
+                          std::to_string(staleness_bound_alias) + " is the old name of --sync-every " +
+                          std::to_string(staleness_bound_alias) +
+                          " (a synchronous epoch every N epochs); the per-row staleness bound "
+                          "belongs to --exchange refresh");
+    }
   }
   GNN_CHECK_CONFIG(cli.dump_config || !c.partition_dir.empty(),
                    "--partition is required (see --help)");

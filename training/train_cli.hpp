@@ -14,6 +14,10 @@ struct TrainCli {
   TrainConfig cfg;
   bool help = false;
   bool dump_config = false;
+  /// --dry-run: read the partition, print the memory estimate, do not train.
+  bool dry_run = false;
+  /// The --config file, if any (an input the metrics file must not overwrite).
+  std::string config_file;
   std::string help_text;
   /// Remarks for the user (a deprecated option name, ...), printed once by rank 0.
   std::vector<std::string> notes;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <span>
 
 #include "core/error.hpp"
@@ -50,7 +51,21 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   GNN_CHECK_CONFIG(part_.global_train > 0, "the partition has no training nodes");
 
   graph_ = LocalGraph::build(part_, dev_);
-  plan_ = std::make_shared<const HaloPlan>(HaloPlan::build(part_, dev_));
+  plain_plan_ = std::make_shared<const HaloPlan>(HaloPlan::build(part_, dev_));
+  if (cfg_.halo_rows == HaloRows::semantic) {
+    GNN_CHECK_CONFIG(part_.has_groups, "--halo-rows semantic: the partition ", cfg_.partition_dir,
+                     " has no semantic groups (re-run halognn-partition with --groups semantic)");
+    const ModelKind kind = cfg_.model;
+    const std::vector<std::int64_t>& degree = part_.global_degree;
+    plan_ = std::make_shared<const HaloPlan>(HaloPlan::build_grouped(
+        part_, [&](LocalId r) { return neighbour_scale(kind, degree[static_cast<std::size_t>(r)]); },
+        dev_));
+    // Layer 0's features cross once, exactly, as plain rows (unless --compress-layer0).
+    if (!cfg_.compress_layer0)
+      features_exchange_ = std::make_unique<HaloExchange>(plain_plan_, transport_, traffic_);
+  } else {
+    plan_ = plain_plan_;
+  }
   exchange_ = std::make_unique<HaloExchange>(plan_, transport_, traffic_);
   codecs_ = parse_codec_plan(cfg_.codec, cfg_.codec_forward, cfg_.codec_backward, cfg_.layers);
   for (int l = 0; l < cfg_.layers; ++l) {
@@ -100,22 +115,19 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     // Layer 0's input gradient is never needed (features are constants).
     gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
   }
-  if (cfg_.exchange == ExchangeMode::pipelined) {
-    const LocalId n_halo = part_.num_halo;
-    for (int l = 0; l < cfg_.layers; ++l) {
-      const std::int64_t w = layers_[l]->in_dim();
-      const bool used = l > 0;
-      xe_.emplace_back(used ? Matrix(n_local, w, dev_) : Matrix());
-      halo_next_.emplace_back(used ? Matrix(n_halo, w, dev_) : Matrix());
-      grad_next_.emplace_back(used ? Matrix(n_own, w, dev_) : Matrix());
-      grad_smooth_.emplace_back(used && cfg_.smoothing > 0 ? Matrix(n_own, w, dev_) : Matrix());
-    }
-    fwd_inflight_.resize(static_cast<std::size_t>(cfg_.layers));
-    bwd_inflight_.resize(static_cast<std::size_t>(cfg_.layers));
-    fwd_unconsumed_.assign(static_cast<std::size_t>(cfg_.layers), false);
-    bwd_unconsumed_.assign(static_cast<std::size_t>(cfg_.layers), false);
-    fwd_posted_epoch_.assign(static_cast<std::size_t>(cfg_.layers), -1);
-    halo_epoch_.assign(static_cast<std::size_t>(cfg_.layers), -1);
+  {
+    PolicyConfig pc;
+    pc.mode = cfg_.exchange;
+    pc.sync_every = cfg_.sync_every;
+    pc.smoothing = cfg_.smoothing;
+    pc.refresh.staleness_bound = cfg_.staleness_bound;
+    pc.refresh.fraction = cfg_.refresh_fraction;
+    pc.refresh.by = cfg_.refresh_by;
+    pc.refresh.exact_backward = cfg_.refresh_exact_backward;
+    pc.seed = cfg_.seed;
+    std::vector<std::int64_t> widths;
+    for (const auto& layer : layers_) widths.push_back(layer->in_dim());
+    policy_ = make_exchange_policy(pc, *exchange_, n_own, part_.num_halo, widths, dev_);
   }
   logits_ = Matrix(n_own, layers_.back()->out_dim(), dev_);
   glogits_ = Matrix(n_own, layers_.back()->out_dim(), dev_);
@@ -141,8 +153,8 @@ void Trainer::exchange_features_once() {
   const LocalId n_own = part_.num_owned, n_local = part_.num_local();
   DenseView x0 = x_[0].view();
   traffic_.reset();
-  exchange_->start_forward(0, 0, cfg_.seed, x0.rows_range(0, n_own), x0.rows_range(n_own, n_local))
-      .wait();
+  HaloExchange& ex = features_exchange_ ? *features_exchange_ : *exchange_;
+  ex.start_forward(0, 0, cfg_.seed, x0.rows_range(0, n_own), x0.rows_range(n_own, n_local)).wait();
   feature_exchange_bytes_ = global_bytes(traffic_.total().total());
   features_exchanged_ = true;
   if (sparse_input_) {
@@ -153,107 +165,19 @@ void Trainer::exchange_features_once() {
   }
 }
 
-Trainer::~Trainer() {
-  // A pending request must not be destroyed; finish what is in flight (errors no longer matter).
-  for (int l = 0; l < static_cast<int>(fwd_inflight_.size()); ++l) {
-    try {
-      drain(l);
-    } catch (...) {
-    }
-  }
-}
-
-bool Trainer::synchronous_epoch(std::int64_t t) const {
-  if (cfg_.exchange == ExchangeMode::sync) return true;
-  return t == 0 || (cfg_.sync_every > 0 && t % cfg_.sync_every == 0);
-}
-
-void Trainer::poll() {
-  for (auto& r : fwd_inflight_) r.test();
-  for (auto& r : bwd_inflight_) r.test();
-}
-
-void Trainer::drain(int l) {
-  if (l >= static_cast<int>(fwd_inflight_.size())) return;
-  fwd_inflight_[l].wait();
-  bwd_inflight_[l].wait();
-  fwd_unconsumed_[l] = bwd_unconsumed_[l] = false;
-  // Rows or gradients that arrived but will not be used are dropped: a synchronous epoch
-  // replaces them with fresh ones.
-  if (!grad_next_[l].rows() || !grad_next_[l].cols()) return;
-  grad_next_[l].zero();
-}
-
-void Trainer::pipelined_forward_exchange(int l, std::int64_t epoch) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
-  DenseView x = x_[l].view();
-  DenseView halo = x.rows_range(n_own, n_local);
-  if (fwd_unconsumed_[l]) {
-    fwd_inflight_[l].wait();
-    fwd_unconsumed_[l] = false;
-    const std::int64_t n = halo.rows * halo.cols;
-    if (cfg_.smoothing > 0 && halo_epoch_[l] >= 0) {
-      // PipeGCN's moving average: h = gamma * h_old + (1 - gamma) * h_received.
-      kernels::axpby(*dev_, n, 1.0f - cfg_.smoothing, halo_next_[l].data(), cfg_.smoothing, halo.data);
-    } else {
-      kernels::copy(*dev_, halo_next_[l].view(), halo);
-    }
-    halo_epoch_[l] = fwd_posted_epoch_[l];
-  }
-  epoch_max_age_ = std::max(epoch_max_age_, static_cast<int>(epoch - halo_epoch_[l]));
-  fwd_inflight_[l] = exchange_->start_forward(l, epoch, cfg_.seed, x.rows_range(0, n_own),
-                                              halo_next_[l].view());
-  fwd_posted_epoch_[l] = epoch;
-  fwd_unconsumed_[l] = true;
-}
-
-void Trainer::pipelined_backward_exchange(int l, std::int64_t epoch, DenseView gx) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
-  DenseView g_own = gx.rows_range(0, n_own);
-  if (bwd_unconsumed_[l]) {
-    bwd_inflight_[l].wait();
-    bwd_unconsumed_[l] = false;
-    if (cfg_.smoothing > 0) {
-      const std::int64_t n = g_own.rows * g_own.cols;
-      kernels::axpby(*dev_, n, 1.0f - cfg_.smoothing, grad_next_[l].data(), cfg_.smoothing,
-                     grad_smooth_[l].data());
-      kernels::axpy(*dev_, 1.0f, grad_smooth_[l].view(), g_own);
-    } else {
-      kernels::axpy(*dev_, 1.0f, grad_next_[l].view(), g_own);
-    }
-    // These gradients were computed one epoch ago.
-    epoch_max_age_ = std::max(epoch_max_age_, 1);
-  }
-  grad_next_[l].zero();
-  bwd_inflight_[l] = exchange_->start_backward(l, epoch, cfg_.seed, gx.rows_range(n_own, n_local),
-                                               grad_next_[l].view());
-  bwd_unconsumed_[l] = true;
-}
+Trainer::~Trainer() = default;
 
 void Trainer::forward(std::int64_t epoch, bool training) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
+  const LocalId n_own = part_.num_owned;
   const bool drop = training && cfg_.dropout > 0;
-  const bool pipelined_mode = cfg_.exchange == ExchangeMode::pipelined;
-  const bool pipelined = training && !synchronous_epoch(epoch);
   for (int l = 0; l < cfg_.layers; ++l) {
-    // Evaluation in pipelined mode runs synchronously on its own buffers, so the stale halo rows
-    // the next training epoch will use stay untouched. Layer 0's rows are constants: shared.
-    Matrix& xm = (pipelined_mode && !training && l > 0) ? xe_[l] : x_[l];
     // In sparse mode layer 0's dense input is gone; only its shape is passed.
     DenseView x = (l == 0 && sparse_input_)
                       ? DenseView{nullptr, part_.num_local(), layers_[0]->in_dim()}
-                      : xm.view();
+                      : x_[l].view();
     if (l > 0) {
-      if (pipelined) {
-        pipelined_forward_exchange(l, epoch);
-      } else {
-        if (training && pipelined_mode) {
-          drain(l);
-          halo_epoch_[l] = epoch;
-        }
-        exchange_->start_forward(l, epoch, cfg_.seed, x.rows_range(0, n_own),
-                                 x.rows_range(n_own, n_local)).wait();
-      }
+      if (training) policy_->forward(l, x);
+      else policy_->forward_eval(l, epoch, x);
     }
     ConstDenseView in = x;
     if (l == 0 && sparse_input_) {
@@ -275,11 +199,10 @@ void Trainer::forward(std::int64_t epoch, bool training) {
     }
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;
-    Matrix& next = (pipelined_mode && !training && !last) ? xe_[l + 1] : (last ? logits_ : x_[l + 1]);
-    DenseView y = last ? logits_.view() : next.view().rows_range(0, n_own);
+    DenseView y = last ? logits_.view() : x_[l + 1].view().rows_range(0, n_own);
     layers_[l]->forward(graph_, in, y, ctx);
     if (!last) kernels::relu_forward(*dev_, y, y);
-    if (pipelined_mode) poll();
+    policy_->poll();
   }
 }
 
@@ -298,7 +221,7 @@ double Trainer::loss_and_grad() {
 }
 
 void Trainer::backward(std::int64_t epoch) {
-  const LocalId n_own = part_.num_owned, n_local = part_.num_local();
+  const LocalId n_own = part_.num_owned;
   const bool drop = cfg_.dropout > 0;
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     const bool last = l + 1 == cfg_.layers;
@@ -313,17 +236,11 @@ void Trainer::backward(std::int64_t epoch) {
                        static_cast<std::uint64_t>(l)};
       kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, gx, gx);
     }
-    if (!synchronous_epoch(epoch)) {
-      pipelined_backward_exchange(l, epoch, gx);
-    } else {
-      if (cfg_.exchange == ExchangeMode::pipelined) drain(l);
-      exchange_->start_backward(l, epoch, cfg_.seed, gx.rows_range(n_own, n_local),
-                                gx.rows_range(0, n_own)).wait();
-    }
+    policy_->backward(l, gx);
     // Through the ReLU of layer l-1, whose output is the owned part of x_l.
     DenseView g_own = gx.rows_range(0, n_own);
     kernels::relu_backward(*dev_, x_[l].view().rows_range(0, n_own), g_own, g_own);
-    if (cfg_.exchange == ExchangeMode::pipelined) poll();
+    policy_->poll();
   }
 }
 
@@ -387,6 +304,61 @@ std::uint64_t Trainer::global_bytes(std::uint64_t local) const {
   return static_cast<std::uint64_t>(v);
 }
 
+std::pair<std::int64_t, std::int64_t> Trainer::rows_per_exchange() {
+  ensure_link_rows();
+  const auto k = static_cast<std::size_t>(transport_.size());
+  std::int64_t plain = 0, sent = 0;
+  for (std::size_t i = 0; i < k * k; ++i) {
+    plain += link_rows_[i];
+    sent += link_rows_[k * k + i];
+  }
+  return {plain, sent};
+}
+
+void Trainer::ensure_link_rows() {
+  const auto k = static_cast<std::size_t>(transport_.size());
+  const auto me = static_cast<std::size_t>(transport_.rank());
+  if (link_rows_.empty()) {
+    link_rows_.assign(2 * k * k, 0);
+    const SlotMap& plain = plain_plan_->send();
+    const SlotMap& sent = plan_->send();
+    for (std::size_t i = 0; i < plain.num_peers(); ++i)
+      link_rows_[me * k + static_cast<std::size_t>(plain.peers()[i])] = plain.count(i);
+    for (std::size_t i = 0; i < sent.num_peers(); ++i)
+      link_rows_[k * k + me * k + static_cast<std::size_t>(sent.peers()[i])] = sent.count(i);
+    transport_.all_reduce_sum(link_rows_.data(), link_rows_.size());
+  }
+}
+
+Json Trainer::link_metrics() {
+  ensure_link_rows();
+  const auto k = static_cast<std::size_t>(transport_.size());
+  const auto me = static_cast<std::size_t>(transport_.rank());
+  const auto layers = static_cast<std::size_t>(cfg_.layers);
+  std::vector<std::int64_t> bytes(k * k * layers * 2, 0);
+  for (std::size_t q = 0; q < k; ++q)
+    for (std::size_t l = 0; l < layers; ++l)
+      for (std::size_t d = 0; d < 2; ++d)
+        bytes[((me * k + q) * layers + l) * 2 + d] = static_cast<std::int64_t>(
+            traffic_.bytes_to(static_cast<Rank>(q), static_cast<int>(l), static_cast<Direction>(d)));
+  transport_.all_reduce_sum(bytes.data(), bytes.size());
+  Json links = Json::array();
+  for (std::size_t p = 0; p < k; ++p)
+    for (std::size_t q = 0; q < k; ++q) {
+      if (link_rows_[p * k + q] == 0) continue;
+      Json fwd = Json::array(), bwd = Json::array();
+      for (std::size_t l = 0; l < layers; ++l) {
+        fwd.push_back(bytes[((p * k + q) * layers + l) * 2]);
+        // The backward messages of link p -> q travel q -> p.
+        bwd.push_back(bytes[((q * k + p) * layers + l) * 2 + 1]);
+      }
+      links.push_back({{"from", p}, {"to", q}, {"rows_plain", link_rows_[p * k + q]},
+                       {"rows", link_rows_[k * k + p * k + q]}, {"fwd_bytes", std::move(fwd)},
+                       {"bwd_bytes", std::move(bwd)}});
+    }
+  return links;
+}
+
 SplitScores Trainer::evaluate(std::int64_t epoch) {
   exchange_features_once();
   forward(epoch, /*training=*/false);
@@ -405,7 +377,7 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
 
   exchange_features_once();
   traffic_.reset();
-  epoch_max_age_ = 0;
+  policy_->begin_epoch(epoch);
   const auto t0 = Clock::now();
   forward(epoch, true);
   optimizer_->zero_grad();
@@ -426,6 +398,7 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   const std::uint64_t train_bytes = traffic_.total().total() + allreduce_bytes_;
   // Per layer and direction, summed over ranks (collective).
   m.traffic = traffic_.sum_over_ranks(transport_).to_json();
+  m.links = link_metrics();
 
   // Evaluation traffic is real traffic, but it is not part of the training step: count it apart.
   if (evaluate_now) {
@@ -444,8 +417,11 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   m.comm_s = t[2] / np;
   m.codec_s = t[3] / np;
   m.bytes_sent = global_bytes(train_bytes);
-  m.synchronous = synchronous_epoch(epoch);
-  m.max_staleness = epoch_max_age_;
+  m.synchronous = policy_->synchronous_epoch();
+  const HaloAges ages = policy_->ages().sum_over_ranks(transport_);
+  m.max_staleness = ages.max_age();
+  m.halo_age = ages.to_json();
+  m.policy = policy_->summarize(transport_);
   return m;
 }
 
@@ -454,7 +430,9 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
   const auto t0 = Clock::now();
   exchange_features_once();
   f.feature_exchange_bytes = feature_exchange_bytes_;
-  f.feature_exchange_codec = exchange_->codec(0, Direction::forward).name();
+  f.feature_exchange_codec = (features_exchange_ ? *features_exchange_ : *exchange_)
+                                 .codec(0, Direction::forward)
+                                 .name();
   f.total_bytes_sent = feature_exchange_bytes_;
   for (int e = 0; e < cfg_.epochs; ++e) {
     const bool eval_now = (e + 1) % cfg_.eval_every == 0 || e + 1 == cfg_.epochs;
@@ -466,47 +444,21 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
       f.test_at_best_val = m.eval->test;
     }
     if (on_epoch) on_epoch(m);
+    if (!std::isfinite(m.loss)) {
+      char lr[32];
+      std::snprintf(lr, sizeof lr, "%g", static_cast<double>(cfg_.lr));
+      throw TrainingDiverged(e, m.loss,
+                             "training diverged: the loss of epoch " + std::to_string(e) + " is " +
+                                 (std::isnan(m.loss) ? "nan" : "infinite") +
+                                 " (try a smaller --lr than " + lr + ")");
+    }
   }
-  for (int l = 0; l < static_cast<int>(fwd_inflight_.size()); ++l) drain(l);
+  policy_->finish();
   f.total_s = seconds_since(t0);
   double t = f.total_s;
   transport_.all_reduce_max(&t, 1);
   f.total_s = t;
   return f;
-}
-
-Json EpochMetrics::to_json() const {
-  Json j = Json::object();
-  j["epoch"] = epoch;
-  j["loss"] = loss;
-  j["train_acc"] = train_score;
-  j["val_acc"] = eval ? Json(eval->val) : Json();
-  j["test_acc"] = eval ? Json(eval->test) : Json();
-  j["eval_train_acc"] = eval ? Json(eval->train) : Json();
-  j["epoch_s"] = epoch_s;
-  j["compute_s"] = compute_s;
-  j["comm_s"] = comm_s;
-  j["codec_s"] = codec_s;
-  j["bytes_sent"] = bytes_sent;
-  j["eval_bytes_sent"] = eval_bytes_sent;
-  j["synchronous"] = synchronous;
-  j["max_staleness"] = max_staleness;
-  j["traffic"] = traffic;
-  return j;
-}
-
-Json FinalMetrics::to_json() const {
-  Json j = Json::object();
-  j["event"] = "final";
-  j["best_epoch"] = best_epoch;
-  j["best_val_acc"] = best_val;
-  j["test_acc_at_best_val"] = test_at_best_val;
-  j["total_s"] = total_s;
-  j["total_bytes_sent"] = total_bytes_sent;
-  j["feature_exchange_bytes"] = feature_exchange_bytes;
-  // Layer-0 halo features never change: they cross once, before epoch 0.
-  j["feature_exchange"] = "once, codec " + feature_exchange_codec;
-  return j;
 }
 
 }  // namespace halognn

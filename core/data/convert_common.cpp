@@ -15,6 +15,7 @@
 #include "core/data/split.hpp"
 #include "core/data/zip.hpp"
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace halognn {
 namespace fs = std::filesystem;
@@ -59,12 +60,7 @@ float parse_float(std::string_view field, const std::string& path, std::int64_t 
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  GNN_CHECK_INPUT(in.good(), path, "cannot open file");
-  std::ostringstream os;
-  os << in.rdbuf();
-  GNN_CHECK_INPUT(!in.bad(), path, "read error");
-  return std::move(os).str();
+  return halognn::read_file_text(path);
 }
 
 std::vector<std::string_view> split_lines(std::string_view text) {
@@ -190,6 +186,7 @@ bool is_dir(const std::string& path) {
 }
 
 GzLineReader::GzLineReader(const std::string& path) : path_(path), buf_(1 << 20) {
+  check_input_file(path);
   file_ = gzopen(path.c_str(), "rb");
   GNN_CHECK_INPUT(file_ != nullptr, path, "cannot open file");
 }

@@ -61,7 +61,10 @@ struct Dataset {
 Dataset read_dataset(const std::string& dir);
 
 /// Writes a dataset directory atomically (to a temporary sibling, then renamed into place).
-void write_dataset(const Dataset& ds, const std::string& dir);
+/// @param removed_leftovers  when not null, receives the "<dir>.tmp.<pid>" leftovers of killed
+///                           runs that were removed first (for the tool to report)
+void write_dataset(const Dataset& ds, const std::string& dir,
+                   std::vector<std::string>* removed_leftovers = nullptr);
 
 /// Checks the invariants read_dataset enforces; throws InputError(origin, ...) on violation.
 void validate_dataset(const Dataset& ds, const std::string& origin);

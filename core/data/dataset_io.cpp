@@ -345,8 +345,10 @@ Dataset read_dataset(const std::string& dir) {
   return ds;
 }
 
-void write_dataset(const Dataset& ds, const std::string& dir) {
+void write_dataset(const Dataset& ds, const std::string& dir,
+                   std::vector<std::string>* removed_leftovers) {
   StagedDirectory out(dir, is_dataset_dir, "halognn dataset");
+  if (removed_leftovers) *removed_leftovers = out.removed_leftovers();
   const std::string target_str = out.target().string();
   validate_dataset(ds, target_str);
   const auto tmp = [&](const std::string& name) { return out.file(name); };

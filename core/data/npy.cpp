@@ -14,6 +14,7 @@
 
 #include "core/atomic_output.hpp"
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace halognn {
 namespace {
@@ -321,14 +322,7 @@ NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& origin) 
 }
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw InputError(path, "cannot open file (missing or unreadable)");
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw InputError(path, "cannot determine file size");
-  std::vector<std::byte> bytes(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw InputError(path, "read failed");
+  std::vector<std::byte> bytes = read_file_bytes(path);
   // Reuse the file buffer for the elements: no second copy of a large array.
   NpyArray a;
   const std::size_t start = parse_npy_header(bytes, path, a);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace halognn {
 namespace {
@@ -135,7 +136,8 @@ class Unpickler {
         case 's': {
           PyValue v = take(pop());
           PyValue k = take(pop());
-          expect_kind(*top(), Kind::dict, "SETITEM").dict.emplace_back(std::move(k), std::move(v));
+          expect_kind(*top(), Kind::dict, "SETITEM")
+              .dict.push_back(PyDictItem{std::move(k), std::move(v)});
           break;
         }
         case 'u': {
@@ -243,7 +245,7 @@ class Unpickler {
   void set_items(PyValue& d, std::vector<PyValue> vals) {
     if (vals.size() % 2 != 0) fail("odd number of items for a dict");
     for (std::size_t k = 0; k < vals.size(); k += 2)
-      d.dict.emplace_back(std::move(vals[k]), std::move(vals[k + 1]));
+      d.dict.push_back(PyDictItem{std::move(vals[k]), std::move(vals[k + 1])});
   }
   Node memo_get(std::uint32_t key) {
     auto it = memo_.find(key);
@@ -527,14 +529,7 @@ PyValue parse_pickle(std::span<const std::byte> bytes, const std::string& origin
 }
 
 PyValue read_pickle(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw InputError(path, "cannot open file (missing or unreadable)");
-  const std::streamoff size = in.tellg();
-  std::vector<std::byte> bytes(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), size))
-    throw InputError(path, "read failed");
-  return parse_pickle(bytes, path);
+  return parse_pickle(read_file_bytes(path), path);
 }
 
 std::vector<std::int64_t> py_to_int64_list(const PyValue& v, const std::string& origin) {

@@ -40,6 +40,8 @@
 
 namespace halognn {
 
+struct PyDictItem;
+
 /// One decoded Python value; which members are meaningful depends on `kind`.
 struct PyValue {
   enum class Kind {
@@ -64,7 +66,9 @@ struct PyValue {
   double f = 0.0;
   std::string s;
   std::vector<PyValue> items;
-  std::vector<std::pair<PyValue, PyValue>> dict;
+  /// (key, value) entries. A struct declared after PyValue rather than std::pair: a pair of the
+  /// still incomplete PyValue does not compile with clang's checks of std::pair.
+  std::vector<PyDictItem> dict;
   NpyArray array;
   std::int64_t rows = 0, cols = 0;
   std::vector<std::int64_t> indptr, indices;
@@ -77,6 +81,12 @@ struct PyValue {
   const PyValue* find(std::int64_t key) const;
   /// A short name of the kind ("list", "ndarray", ...) for error messages.
   std::string_view kind_name() const;
+};
+
+/// One entry of a dict.
+struct PyDictItem {
+  PyValue first;   ///< key
+  PyValue second;  ///< value
 };
 
 /// Parses one complete pickle. @param origin  names the file in errors.

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/file_read.hpp"
 
 namespace halognn {
 namespace {
@@ -39,6 +40,7 @@ bool read_at(std::ifstream& in, std::uint64_t offset, void* out, std::size_t n) 
 }  // namespace
 
 ZipArchive::ZipArchive(const std::string& path) : path_(path) {
+  check_input_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "cannot open file (missing or unreadable)");
   const std::uint64_t size = file_size(in);
@@ -167,6 +169,13 @@ std::vector<std::byte> ZipArchive::read(const std::string& name) const {
     out.resize(packed.size());
     if (!packed.empty()) std::memcpy(out.data(), packed.data(), packed.size());
   } else {
+    // DEFLATE expands at most 1032:1 (a 258-byte match per ~2 bits), so a larger declared size
+    // is corrupt; checked before allocating it (found by fuzz_npz: 2.8 GB declared by a 1 KB file,
+    // test/fuzz/corpus/npz/regress-deflate-declared-size.npz).
+    if (en.size > en.compressed_size * 1032 + 1024)
+      throw InputError(origin, "ZIP member declares " + std::to_string(en.size) +
+                                   " uncompressed bytes, more than DEFLATE can expand " +
+                                   std::to_string(en.compressed_size) + " bytes to");
     // One spare byte: a stream longer than the directory says then shows as a size mismatch
     // instead of a full buffer, and an empty member still has somewhere to inflate into.
     out.resize(en.size + 1);

@@ -209,23 +209,25 @@ TEST_F(HaloExchangeTest, TrafficEqualsCodecSizesAndTransportBytes) {
   for (int layer : {0, 1}) {
     const Codec& codec = ex.codec(layer, Direction::forward);
     TrafficEntry fwd, bwd;
-    for (std::size_t k = 0; k < plan.num_send_peers(); ++k) {
-      const EncodedSize e = codec.encoded_size(plan.send_count(k), f);
+    for (std::size_t k = 0; k < plan.send().num_peers(); ++k) {
+      const EncodedSize e = codec.encoded_size(plan.send().count(k), f);
       fwd.payload += e.payload;
       fwd.metadata += e.metadata;
       fwd.messages += e.total() > 0 ? 1 : 0;
+      fwd.rows += e.total() > 0 ? static_cast<std::uint64_t>(plan.send().count(k)) : 0;
     }
-    for (std::size_t k = 0; k < plan.num_recv_peers(); ++k) {
-      const EncodedSize e = codec.encoded_size(plan.recv_count(k), f);
+    for (std::size_t k = 0; k < plan.recv().num_peers(); ++k) {
+      const EncodedSize e = codec.encoded_size(plan.recv().count(k), f);
       bwd.payload += e.payload;
       bwd.metadata += e.metadata;
       bwd.messages += e.total() > 0 ? 1 : 0;
+      bwd.rows += e.total() > 0 ? static_cast<std::uint64_t>(plan.recv().count(k)) : 0;
     }
     EXPECT_EQ(traffic.at(layer, Direction::forward), fwd) << "layer " << layer;
     EXPECT_EQ(traffic.at(layer, Direction::backward), bwd) << "layer " << layer;
   }
   EXPECT_EQ(traffic.at(0, Direction::forward).metadata, 0u);   // fp32 has no metadata
-  if (plan.num_send_peers() > 0) {
+  if (plan.send().num_peers() > 0) {
     EXPECT_GT(traffic.at(1, Direction::forward).metadata, 0u);
   }
   EXPECT_EQ(traffic.total().total(), transport->bytes_sent());
@@ -241,8 +243,8 @@ TEST_F(HaloExchangeTest, RankWithoutPeersTakesPartWithoutSending) {
   const std::uint64_t seed = 12;
   Scenario s = make_setup(seed, 200, size, rank, 3, /*isolate_rank0=*/true);
   if (rank == 0) {
-    EXPECT_EQ(s.plan->num_send_peers(), 0u);
-    EXPECT_EQ(s.plan->num_recv_peers(), 0u);
+    EXPECT_EQ(s.plan->send().num_peers(), 0u);
+    EXPECT_EQ(s.plan->recv().num_peers(), 0u);
   }
   TrafficCounter traffic(2);
   HaloExchange ex(s.plan, *transport, traffic);
@@ -297,8 +299,8 @@ TEST_F(HaloExchangeTest, CodecsSeeGlobalRowIdsAndDecodeWhatTheOwnerEncoded) {
     ex.start_forward(0, 5, seed, owned.cview(), halo.view()).wait();
     std::int64_t bad = 0;
     const HaloPlan& plan = *s.plan;
-    for (std::size_t k = 0; k < plan.num_recv_peers(); ++k) {
-      const auto gids = plan.recv_global_ids_host(k);
+    for (std::size_t k = 0; k < plan.recv().num_peers(); ++k) {
+      const auto gids = plan.recv().keys_host(k);
       const auto n = static_cast<std::int64_t>(gids.size());
       Matrix block(n, f), decoded(n, f);
       for (std::int64_t i = 0; i < n; ++i)
@@ -307,7 +309,7 @@ TEST_F(HaloExchangeTest, CodecsSeeGlobalRowIdsAndDecodeWhatTheOwnerEncoded) {
       std::vector<std::byte> bytes(codec->encoded_size(n, f).total());
       codec->encode(*cpu_device(), block.cview(), ctx, bytes);
       codec->decode(*cpu_device(), bytes, ctx, decoded.view());
-      const std::int64_t off = plan.recv_offset(k);
+      const std::int64_t off = plan.recv().offset(k);
       for (std::int64_t i = 0; i < n; ++i)
         for (std::int64_t j = 0; j < f; ++j)
           if (!(halo(off + i, j) == decoded(i, j))) ++bad;

@@ -29,44 +29,105 @@ LocalPartition small_partition() {
   return p;
 }
 
-TEST(HaloPlan, ListsPeersCountsOffsetsRowsAndGlobalIds) {
+template <typename T>
+std::vector<T> vec(std::span<const T> s) {
+  return std::vector<T>(s.begin(), s.end());
+}
+
+TEST(HaloPlan, ListsPeersCountsOffsetsRowsAndKeys) {
   const HaloPlan plan = HaloPlan::build(small_partition(), cpu_device());
+  const SlotMap& send = plan.send();
+  const SlotMap& recv = plan.recv();
   EXPECT_EQ(plan.rank(), 1);
-  EXPECT_EQ(plan.send_peers(), (std::vector<Rank>{0, 2}));
-  EXPECT_EQ(plan.recv_peers(), (std::vector<Rank>{0, 2}));
-  EXPECT_EQ(plan.send_count(0), 2);
-  EXPECT_EQ(plan.send_count(1), 1);
-  EXPECT_EQ(plan.send_offset(1), 2);
-  EXPECT_EQ(plan.total_send_rows(), 3);
-  EXPECT_EQ(plan.total_recv_rows(), 3);
-  EXPECT_EQ(plan.recv_offset(1), 2);
-  EXPECT_FALSE(plan.send_contiguous());
-  EXPECT_TRUE(plan.recv_contiguous());
-  EXPECT_EQ(plan.send_source_rows(), 3);
-  EXPECT_EQ(plan.recv_dest_rows(), 3);
+  EXPECT_EQ(send.peers(), (std::vector<Rank>{0, 2}));
+  EXPECT_EQ(recv.peers(), (std::vector<Rank>{0, 2}));
+  EXPECT_EQ(send.count(0), 2);
+  EXPECT_EQ(send.count(1), 1);
+  EXPECT_EQ(send.offset(1), 2);
+  EXPECT_EQ(send.total(), 3);
+  EXPECT_EQ(recv.total(), 3);
+  EXPECT_EQ(recv.offset(1), 2);
+  EXPECT_TRUE(send.is_selection());
+  EXPECT_FALSE(send.is_identity());
+  EXPECT_TRUE(recv.is_identity());
+  EXPECT_EQ(send.matrix_rows(), 3);
+  EXPECT_EQ(recv.matrix_rows(), 3);
   // Device arrays (the CPU device here) hold the same as the host copies.
-  EXPECT_EQ(plan.send_rows(0)[1], 2);
-  EXPECT_EQ(plan.send_rows(1)[0], 1);
-  EXPECT_EQ(plan.send_global_ids(0)[1], 9);
-  EXPECT_EQ(plan.recv_rows(1)[0], 2);  // halo row index, not local id
-  EXPECT_EQ(plan.recv_global_ids(0)[1], 4);
-  EXPECT_EQ(std::vector<GlobalId>(plan.recv_global_ids_host(0).begin(),
-                                  plan.recv_global_ids_host(0).end()),
-            (std::vector<GlobalId>{1, 4}));
-  EXPECT_EQ(plan.send_rows_host(0)[0], 0);
+  EXPECT_EQ(send.rows()[1], 2);
+  EXPECT_EQ(send.rows()[2], 1);
+  EXPECT_EQ(send.keys()[1], 9);
+  EXPECT_EQ(recv.rows()[2], 2);  // halo row index, not local id
+  EXPECT_EQ(recv.keys()[1], 4);
+  EXPECT_EQ(vec(recv.keys_host(0)), (std::vector<GlobalId>{1, 4}));
+  EXPECT_EQ(vec(send.rows_host(0)), (std::vector<LocalId>{0, 2}));
 }
 
 TEST(HaloPlan, ReverseSwapsSendAndReceiveSides) {
   const HaloPlan plan = HaloPlan::build(small_partition(), cpu_device());
   const HaloPlan rev = plan.reverse();
   EXPECT_TRUE(rev.reversed());
-  EXPECT_EQ(rev.send_peers(), plan.recv_peers());
-  EXPECT_EQ(rev.total_send_rows(), plan.total_recv_rows());
-  EXPECT_EQ(rev.send_global_ids(1), plan.recv_global_ids(1));
-  EXPECT_EQ(rev.recv_rows(0), plan.send_rows(0));
-  EXPECT_TRUE(rev.send_contiguous());
-  EXPECT_FALSE(rev.recv_contiguous());
+  EXPECT_EQ(&rev.send(), &plan.recv());
+  EXPECT_EQ(&rev.recv(), &plan.send());
   EXPECT_FALSE(rev.reverse().reversed());
+}
+
+// A weighted map packs weighted sums of rows and unpacks with the transpose.
+TEST(SlotMap, WeightedPackAndUnpackAreRAndItsTranspose) {
+  // Owned rows 0..3; peer 0 gets slot {0.5 r0 + 2 r3}, peer 2 gets {r1, 3 r2}.
+  SlotLink a;
+  a.peer = 0;
+  const std::vector<LocalId> r03{0, 3}, r1{1}, r2{2};
+  const std::vector<float> w03{0.5f, 2.0f}, w2{3.0f};
+  a.add_slot(r03, w03, 100);
+  SlotLink b;
+  b.peer = 2;
+  b.add_slot(r1, {}, 101);
+  b.add_slot(r2, w2, 102);
+  const HaloPlan plan = HaloPlan::from_links(1, 4, 0, {a, b}, {}, cpu_device());
+  const SlotMap& send = plan.send();
+  EXPECT_FALSE(send.is_selection());
+  EXPECT_EQ(send.total(), 3);
+  Matrix m(4, 2), slots(3, 2);
+  for (int i = 0; i < 4; ++i) {
+    m(i, 0) = static_cast<float>(i + 1);
+    m(i, 1) = static_cast<float>(10 * (i + 1));
+  }
+  send.pack(*cpu_device(), m.cview(), slots.view());
+  EXPECT_FLOAT_EQ(slots(0, 0), 0.5f * 1 + 2.0f * 4);
+  EXPECT_FLOAT_EQ(slots(1, 1), 20.0f);
+  EXPECT_FLOAT_EQ(slots(2, 0), 9.0f);
+  Matrix back(4, 2);
+  back(1, 1) = 7.0f;  // unpack without accumulate overwrites everything
+  send.unpack(*cpu_device(), slots.cview(), back.view(), false);
+  EXPECT_FLOAT_EQ(back(0, 0), 0.5f * slots(0, 0));
+  EXPECT_FLOAT_EQ(back(3, 1), 2.0f * slots(0, 1));
+  EXPECT_FLOAT_EQ(back(1, 1), slots(1, 1));
+  EXPECT_FLOAT_EQ(back(2, 0), 3.0f * slots(2, 0));
+  send.unpack(*cpu_device(), slots.cview(), back.view(), true);
+  EXPECT_FLOAT_EQ(back(2, 0), 6.0f * slots(2, 0));
+}
+
+TEST(SlotMap, RejectsInconsistentLinks) {
+  auto bad = [](std::vector<SlotLink> send, const char* why) {
+    EXPECT_THROW(HaloPlan::from_links(1, 4, 0, std::move(send), {}, cpu_device()), Error) << why;
+  };
+  SlotLink l;
+  l.peer = 0;
+  const std::vector<LocalId> r{5};
+  l.add_slot(r, {}, 1);
+  bad({l}, "row outside the matrix");
+  SlotLink k;
+  k.peer = 0;
+  const std::vector<LocalId> ok{1};
+  k.add_slot(ok, {}, 1);
+  k.keys.push_back(2);
+  bad({k}, "more keys than slots");
+  SlotLink m;
+  m.peer = 2;
+  m.add_slot(ok, {}, 1);
+  SlotLink n = m;
+  n.peer = 0;
+  bad({m, n}, "peers out of order");
 }
 
 TEST(HaloPlan, RejectsPartitionsThatBreakTheConventions) {
@@ -118,14 +179,14 @@ TEST(HaloPlan, RandomPartitionsGiveMatchingPlansOnBothSides) {
     plans.push_back(HaloPlan::build(test::local_partition_of(g, r), cpu_device()));
   // Row i of p's send plan to q is row i of q's receive plan from p (same global id).
   for (Rank p = 0; p < parts; ++p)
-    for (std::size_t k = 0; k < plans[p].num_send_peers(); ++k) {
-      const Rank q = plans[p].send_peers()[k];
-      const auto& rp = plans[q].recv_peers();
+    for (std::size_t k = 0; k < plans[p].send().num_peers(); ++k) {
+      const Rank q = plans[p].send().peers()[k];
+      const auto& rp = plans[q].recv().peers();
       const auto it = std::find(rp.begin(), rp.end(), p);
       ASSERT_NE(it, rp.end());
       const auto kq = static_cast<std::size_t>(it - rp.begin());
-      const auto a = plans[p].send_global_ids_host(k);
-      const auto b = plans[q].recv_global_ids_host(kq);
+      const auto a = plans[p].send().keys_host(k);
+      const auto b = plans[q].recv().keys_host(kq);
       EXPECT_EQ(std::vector<GlobalId>(a.begin(), a.end()), std::vector<GlobalId>(b.begin(), b.end()));
     }
 }
@@ -196,11 +257,11 @@ TEST(HaloExchangeLoopback, ForwardThenBackwardMatchesTheGraph) {
       }
     // Accounting: forward is fp32 (no metadata), backward carries the checking codec's ids.
     EXPECT_EQ(sim.traffic[r].at(0, Direction::forward).payload,
-              static_cast<std::uint64_t>(sim.exchanges[r]->plan().total_send_rows() * f * 4));
+              static_cast<std::uint64_t>(sim.exchanges[r]->plan().send().total() * f * 4));
     EXPECT_EQ(sim.traffic[r].at(0, Direction::forward).metadata, 0u);
     EXPECT_EQ(sim.traffic[r].at(0, Direction::backward).metadata,
-              sim.exchanges[r]->plan().num_recv_peers() * 16 +
-                  static_cast<std::uint64_t>(sim.exchanges[r]->plan().total_recv_rows()) * 8);
+              sim.exchanges[r]->plan().recv().num_peers() * 16 +
+                  static_cast<std::uint64_t>(sim.exchanges[r]->plan().recv().total()) * 8);
     EXPECT_EQ(sim.traffic[r].total().total(), sim.transports[r]->bytes_sent());
     EXPECT_EQ(sim.traffic[r].total().messages, sim.transports[r]->messages_sent());
     EXPECT_GE(sim.exchanges[r]->codec_seconds(), 0.0);

@@ -2,7 +2,7 @@
 // Test helper: P simulated ranks in one process. Each LoopbackTransport posts sends into a shared
 // hub that matches them with receives per (source, destination, tag) in posting order, like MPI.
 // Being single-threaded, wait() on a receive whose message was never sent throws instead of
-// hanging. Collectives are not supported.
+// hanging. Collectives are not supported (the Transport defaults throw).
 #include <cstring>
 #include <deque>
 #include <map>
@@ -77,11 +77,6 @@ class LoopbackTransport final : public Transport {
       }
     return Request(std::make_unique<Operation>(std::move(pending)));
   }
-  void all_reduce_sum(const Device&, float*, std::size_t) override { unsupported(); }
-  void all_reduce_sum(double*, std::size_t) override { unsupported(); }
-  void all_reduce_max(double*, std::size_t) override { unsupported(); }
-  void all_reduce_sum(std::int64_t*, std::size_t) override { unsupported(); }
-  void barrier() override { unsupported(); }
   std::uint64_t bytes_sent() const override { return bytes_sent_; }
   std::uint64_t collective_bytes() const override { return 0; }
   void reset_counters() override { bytes_sent_ = messages_sent_ = 0; }
@@ -105,9 +100,6 @@ class LoopbackTransport final : public Transport {
    private:
     std::vector<std::shared_ptr<LoopbackHub::PendingRecv>> pending_;
   };
-  [[noreturn]] static void unsupported() {
-    throw Error("transport loopback does not support collectives");
-  }
   std::shared_ptr<LoopbackHub> hub_;
   Rank rank_, size_;
   std::uint64_t bytes_sent_ = 0, messages_sent_ = 0;

@@ -109,26 +109,33 @@ TEST(RequestDeathTest, DestroyingAPendingRequestTerminates) {
 
 TEST(TrafficCounter, SumsPayloadMetadataAndMessagesPerLayerAndDirection) {
   TrafficCounter t;
-  t.add(0, Direction::forward, 100, 8);
-  t.add(0, Direction::forward, 50, 0);
-  t.add(2, Direction::backward, EncodedSize{30, 2});
-  t.add(1, Direction::forward, 0, 0);  // zero-byte messages are never posted, so not counted
+  t.add(0, Direction::forward, 1, 3, 100, 8);
+  t.add(0, Direction::forward, 2, 2, 50, 0);
+  t.add(2, Direction::backward, 1, 4, EncodedSize{30, 2});
+  t.add(1, Direction::forward, 1, 0, 0, 0);  // zero-byte messages are never posted, so not counted
   EXPECT_EQ(t.num_layers(), 3);
-  EXPECT_EQ(t.at(0, Direction::forward), (TrafficEntry{150, 8, 2}));
+  EXPECT_EQ(t.at(0, Direction::forward), (TrafficEntry{150, 8, 2, 5}));
   EXPECT_EQ(t.at(1, Direction::forward), TrafficEntry{});
-  EXPECT_EQ(t.at(2, Direction::backward), (TrafficEntry{30, 2, 1}));
+  EXPECT_EQ(t.at(2, Direction::backward), (TrafficEntry{30, 2, 1, 4}));
   EXPECT_EQ(t.at(7, Direction::backward), TrafficEntry{});
-  EXPECT_EQ(t.total(Direction::forward), (TrafficEntry{150, 8, 2}));
-  EXPECT_EQ(t.total(), (TrafficEntry{180, 10, 3}));
+  EXPECT_EQ(t.total(Direction::forward), (TrafficEntry{150, 8, 2, 5}));
+  EXPECT_EQ(t.total(), (TrafficEntry{180, 10, 3, 9}));
   EXPECT_EQ(t.total().total(), 190u);
+  // Per peer: bytes to each link.
+  EXPECT_EQ(t.bytes_to(1, 0, Direction::forward), 108u);
+  EXPECT_EQ(t.bytes_to(2, 0, Direction::forward), 50u);
+  EXPECT_EQ(t.bytes_to(1, 2, Direction::backward), 32u);
+  EXPECT_EQ(t.bytes_to(1, 1, Direction::forward), 0u);
+  EXPECT_EQ(t.bytes_to(5, 0, Direction::forward), 0u);
   t.reset();
+  EXPECT_EQ(t.bytes_to(1, 0, Direction::forward), 0u);
   EXPECT_EQ(t.total(), TrafficEntry{});
   EXPECT_EQ(t.num_layers(), 3);
 }
 
 TEST(TrafficCounter, WritesPerLayerJson) {
   TrafficCounter t(2);
-  t.add(1, Direction::backward, 40, 4);
+  t.add(1, Direction::backward, 3, 5, 40, 4);
   const Json j = t.to_json();
   ASSERT_EQ(j.at("layers").size(), 2u);
   const Json& l1 = j.at("layers")[1];
@@ -136,6 +143,7 @@ TEST(TrafficCounter, WritesPerLayerJson) {
   EXPECT_EQ(l1.at("bwd").at("payload").get<std::int64_t>(), 40);
   EXPECT_EQ(l1.at("bwd").at("metadata").get<std::int64_t>(), 4);
   EXPECT_EQ(l1.at("bwd").at("messages").get<std::int64_t>(), 1);
+  EXPECT_EQ(l1.at("bwd").at("rows").get<std::int64_t>(), 5);
   EXPECT_EQ(l1.at("fwd").at("total").get<std::int64_t>(), 0);
   EXPECT_EQ(j.at("total").at("total").get<std::int64_t>(), 44);
   EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
@@ -143,7 +151,7 @@ TEST(TrafficCounter, WritesPerLayerJson) {
 
 TEST(TrafficCounter, RejectsNegativeLayers) {
   TrafficCounter t;
-  EXPECT_THROW(t.add(-1, Direction::forward, 1, 0), Error);
+  EXPECT_THROW(t.add(-1, Direction::forward, 1, 1, 1, 0), Error);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "core/buffer.hpp"
 #include "core/error.hpp"
 
@@ -26,9 +28,22 @@ TEST(Matrix, CloneIsDeep) {
   EXPECT_EQ(c.cols(), 4);
 }
 
-TEST(Device, CudaWithoutTheBackendThrowsNotCompiled) {
-  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
-#ifndef GNN_HAVE_CUDA
+// Asking for a GPU that cannot be had is an error in every build: NotCompiled without the CUDA
+// backend, a ConfigError naming the device count with the backend but no (such) GPU.
+TEST(Device, AGpuThatCannotBeHadIsRefused) {
+#ifdef GNN_HAVE_CUDA
+  const int n = cuda_device_count();
+  try {
+    cuda_device(n);
+    ADD_FAILURE() << "CUDA device " << n << " of " << n << " was handed out";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(n) + " CUDA device(s) are visible"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(cuda_device(-1), ConfigError);
+#else
+  EXPECT_EQ(cuda_device_count(), 0);
   EXPECT_THROW(cuda_device(0), NotCompiled);
 #endif
 }

@@ -76,7 +76,7 @@ TEST_F(CudaKernels, SpmmAndTransposeMatchReferenceWithAndWithoutValues) {
   }
 }
 
-TEST_F(CudaKernels, GatherAndScatterAddAreExactIncludingRepeatedIndices) {
+TEST_F(CudaKernels, GatherScatterAndScatterAddAreExactIncludingRepeatedIndices) {
   const Matrix src = random_matrix(31, 13, 20);
   const std::vector<LocalId> idx = {5, 0, 30, 5, 5, 17, 2, 30, 0, 9, 11};  // repeats, unsorted
   Matrix dst(static_cast<std::int64_t>(idx.size()), 13);
@@ -101,6 +101,11 @@ TEST_F(CudaKernels, GatherAndScatterAddAreExactIncludingRepeatedIndices) {
   kernels::scatter_add_rows(*cpu, part.view(), inc.data(), acc.view());
   kernels::scatter_add_rows(*gpu, partg.view(), incg.data(), accg.view());
   expect_equal(accg.to_host(), acc.to_host(), "scatter_add_rows (ascending)");
+
+  // Scatter (assign) to distinct rows.
+  kernels::scatter_rows(*cpu, part.view(), inc.data(), acc.view());
+  kernels::scatter_rows(*gpu, partg.view(), incg.data(), accg.view());
+  expect_equal(accg.to_host(), acc.to_host(), "scatter_rows");
 
   Matrix empty(0, 13), emptyg(0, 13, gpu);  // zero rows: nothing happens
   kernels::scatter_add_rows(*gpu, emptyg.view(), incg.data(), accg.view());

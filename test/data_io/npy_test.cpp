@@ -6,7 +6,10 @@
 #include <limits>
 
 #include "core/data/npy.hpp"
+#include "core/data/pickle.hpp"
+#include "core/data/zip.hpp"
 #include "core/error.hpp"
+#include "core/json.hpp"
 #include "test/data_io/test_util.hpp"
 
 namespace halognn {
@@ -210,6 +213,17 @@ TEST(Npy, RejectsMalformedFilesNamingThem) {
                 d),
       "too large");
   expect_input_error([] { read_npy("/nonexistent/dir/missing.npy"); }, "missing.npy", "cannot open");
+}
+
+TEST(Npy, ADirectoryWhereAFileBelongsIsRefusedNamingIt) {
+  // Reading a directory as a stream reported a size of 2^63 and died in std::bad_alloc.
+  test::ScratchDir dir;
+  const std::string p = dir.file("features.npy");
+  std::filesystem::create_directory(p);
+  expect_input_error([&] { read_npy(p); }, p, "is a directory, not a file");
+  expect_input_error([&] { read_pickle(p); }, p, "is a directory, not a file");
+  expect_input_error([&] { read_npz(p); }, p, "is a directory, not a file");
+  expect_input_error([&] { read_json_file(p); }, p, "is a directory, not a file");
 }
 
 TEST(Npy, WriteReplacesAnExistingFileAtomically) {

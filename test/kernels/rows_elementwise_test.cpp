@@ -1,6 +1,7 @@
 // Row movement, elementwise kernels, reductions and dropout against naive loops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -31,6 +32,21 @@ TEST(GatherRows, HandlesZeroRows) {
   Matrix dst(0, 4);
   kernels::gather_rows(cpu(), src.view(), nullptr, dst.view());
   EXPECT_EQ(dst.size(), 0);
+}
+
+TEST(ScatterRows, OverwritesTheIndexedRowsAndLeavesTheOthers) {
+  const Matrix src = random_matrix(4, 6, 1);
+  const std::vector<LocalId> idx{7, 2, 0, 5};
+  Matrix dst = random_matrix(9, 6, 2);
+  const Matrix before = dst.clone();
+  kernels::scatter_rows(cpu(), src.view(), idx.data(), dst.view());
+  for (int i = 0; i < 9; ++i) {
+    const auto it = std::find(idx.begin(), idx.end(), i);
+    for (int j = 0; j < 6; ++j)
+      EXPECT_EQ(dst(i, j), it == idx.end() ? before(i, j) : src(it - idx.begin(), j)) << i;
+  }
+  Matrix none(0, 6);
+  kernels::scatter_rows(cpu(), none.view(), nullptr, dst.view());
 }
 
 void check_scatter(const std::vector<LocalId>& idx, std::int64_t dst_rows, std::int64_t f,

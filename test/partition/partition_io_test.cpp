@@ -1,4 +1,7 @@
+#include <zlib.h>
+
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -181,9 +184,10 @@ TEST_F(PartitionDir, FlippedByteInTheTrailerFailsTheChecksum) {
 
 TEST_F(PartitionDir, UnknownManifestVersionIsRejected) {
   std::string text = slurp(out_ + "/manifest.json");
-  const auto at = text.find("\"version\": 1");
+  const std::string current = "\"version\": " + std::to_string(kPartitionFormatVersion);
+  const auto at = text.find(current);
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, 12, "\"version\": 9");
+  text.replace(at, current.size(), "\"version\": 9");
   spit(out_ + "/manifest.json", text);
   expect_read_error(out_ + "/manifest.json", "version 9");
 }
@@ -218,6 +222,67 @@ TEST_F(PartitionDir, RankFileSwappedWithAnotherRanksIsReported) {
   m["files"] = files;
   spit(out_ + "/manifest.json", m.dump(2));
   expect_read_error(rank_file(1), "expected rank 1 of 4");
+}
+
+TEST_F(PartitionDir, APartitionOfTheOlderFormatIsRefusedWithAHintToRepartition) {
+  std::string text = slurp(out_ + "/manifest.json");
+  const std::string current = "\"version\": " + std::to_string(kPartitionFormatVersion);
+  text.replace(text.find(current), current.size(), "\"version\": 1");
+  spit(out_ + "/manifest.json", text);
+  expect_read_error(out_ + "/manifest.json", "version 1, this build reads version 2; re-run "
+                                             "halognn-partition");
+}
+
+/// Rewrites bytes of rank file `r` at `offset` and repairs its CRC32 trailer and the manifest's
+/// entry, as a forged (or buggy) file that passes every checksum would be.
+void forge(const std::string& dir, Rank r, std::size_t offset, const void* value, std::size_t n) {
+  const std::string path = dir + "/" + partition_file_name(r);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  in.close();
+  std::memcpy(bytes.data() + offset, value, n);
+  const std::uint32_t crc = static_cast<std::uint32_t>(
+      ::crc32(::crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()),
+              static_cast<uInt>(bytes.size() - 4)));
+  std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  Json m = read_json_file(dir + "/manifest.json");
+  m["files"][static_cast<std::size_t>(r)]["crc32"] = crc;
+  std::ofstream(dir + "/manifest.json", std::ios::trunc) << m.dump(2);
+}
+
+TEST_F(PartitionDir, AHugeFeatureCountThatPassesItsChecksumIsAnOverflowNotACrash) {
+  const std::int64_t f = std::int64_t{1} << 60;  // owned x F wraps around 64 bits
+  forge(out_, 1, 48, &f, sizeof f);                // header field num_features
+  expect_read_error(rank_file(1), "header sizes overflow: owned x features");
+}
+
+TEST_F(PartitionDir, FeatureAndClassCountsMustMatchTheManifest) {
+  Json m = read_partition_manifest(out_);
+  m["dataset"]["num_features"] = m["dataset"]["num_features"].get<std::int64_t>() + 1;
+  spit(out_ + "/manifest.json", m.dump(2));
+  expect_read_error(rank_file(1), "features per node but the manifest says");
+  m["dataset"]["num_features"] = m["dataset"]["num_features"].get<std::int64_t>() - 1;
+  m["dataset"]["num_classes"] = 2000000000;
+  spit(out_ + "/manifest.json", m.dump(2));
+  expect_read_error(rank_file(1), "classes but the manifest says 2000000000");
+}
+
+TEST_F(PartitionDir, ARankFileOfAnotherPartitionRunIsRefused) {
+  const std::uint64_t other = 0x0123456789abcdefull;
+  forge(out_, 1, 88, &other, sizeof other);  // header field run_id
+  expect_read_error(rank_file(1), "written by partition run 0123456789abcdef but");
+}
+
+TEST_F(PartitionDir, EveryRankFileAndTheManifestCarryOneRunId) {
+  const Json m = read_partition_manifest(out_);
+  const std::string id = m.at("run_id").get<std::string>();
+  EXPECT_EQ(id.size(), 16u);
+  for (Rank r = 0; r < 4; ++r) EXPECT_EQ(format_run_id(read_local_partition(out_, r, 4).run_id), id);
+  // A second run of the same data and options is another run.
+  const std::string again = tmp_ / "again";
+  write_partition_dir(ds_, g_, parts_, cfg_, again);
+  EXPECT_NE(read_partition_manifest(again).at("run_id").get<std::string>(), id);
 }
 
 TEST(PartitionMetisGraph, WritesOneBasedAdjacencyWithUndirectedEdgeCount) {

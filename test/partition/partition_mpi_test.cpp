@@ -27,7 +27,9 @@ TEST(PartitionOverMpi, SendPlansDeliverExactlyTheHaloEachPeerExpects) {
   const Dataset ds = test::make_dataset(test::geometric_edges(1200, 0.06, 4));
   if (rank == 0) {
     const GlobalGraph g = test::graph_of(ds);
-    PartitionConfig cfg{size, PartitionConfig::Method::metis, PartitionConfig::Objective::cut, 2, {}};
+    PartitionConfig cfg;
+    cfg.parts = size;
+    cfg.seed = 2;
     write_partition_dir(ds, g, assign_parts(g, cfg), cfg, dir);
   }
   MPI_Barrier(MPI_COMM_WORLD);

@@ -32,6 +32,53 @@ expect_error() {
   echo "ok: $name (exit $rc, ${took} s): $(grep "^halognn-" "$work/err")"
 }
 
+# expect_ok NAME PATTERN COMMAND...: exit 0 within 60 s and stdout matches PATTERN.
+expect_ok() {
+  local name=$1 pattern=$2
+  shift 2
+  timeout 60 "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  if [[ $rc -ne 0 ]]; then fail "$name: exit status $rc:"; cat "$work/err"; return; fi
+  if ! grep -q -- "$pattern" "$work/out"; then fail "$name: output does not mention '$pattern':"; cat "$work/out"; return; fi
+  echo "ok: $name: $(grep -m1 -- "$pattern" "$work/out")"
+}
+
+# forge FILE OFFSET FORMAT VALUE: overwrites a field of a rank file (struct FORMAT at OFFSET),
+# repairs its CRC32 trailer and the manifest's entry beside it: a forged or buggy file that passes
+# every checksum.
+forge() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, os, struct, sys, zlib
+path, offset, fmt, value = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4], 0)
+b = bytearray(open(path, "rb").read())
+struct.pack_into(fmt, b, offset, value)
+crc = zlib.crc32(bytes(b[:-4])) & 0xffffffff
+struct.pack_into("<I", b, len(b) - 4, crc)
+open(path, "wb").write(b)
+mpath = os.path.join(os.path.dirname(path), "manifest.json")
+m = json.load(open(mpath))
+for f in m["files"]:
+    if f["file"] == os.path.basename(path):
+        f["crc32"], f["bytes"] = crc, len(b)
+json.dump(m, open(mpath, "w"), indent=2)
+PY
+}
+# set_manifest DIR KEY.PATH VALUE: sets one manifest value (JSON literal).
+set_manifest() {
+  /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+path, keys, value = sys.argv[1] + "/manifest.json", sys.argv[2].split("."), json.loads(sys.argv[3])
+m = json.load(open(path))
+o = m
+for k in keys[:-1]:
+    o = o[k]
+o[keys[-1]] = value
+json.dump(m, open(path, "w"), indent=2)
+PY
+}
+# A pid no process has (for leftovers of "killed" runs).
+dead_pid() { bash -c 'echo $$'; }
+
 # A small valid dataset and a 2-part partition to break in different ways.
 "$bin/halognn-data" generate --out "$work/ds" --nodes 400 --edges 2000 --classes 3 --features 8 \
   --seed 5 >/dev/null || { echo "FAIL: cannot generate the fixture"; exit 1; }
@@ -68,6 +115,108 @@ expect_error "train: missing config file" "$work/none.cfg" \
 expect_error "train: metrics path not writable" "$work/no/such/dir/m.jsonl" \
   "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --quiet --metrics "$work/no/such/dir/m.jsonl"
 
+expect_error "train: semantic rows without groups" "no semantic groups" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --halo-rows semantic
+"$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/p2g" --groups semantic >/dev/null ||
+  fail "cannot partition the fixture with semantic groups"
+cp -r "$work/p2g" "$work/p2g_trunc"
+truncate -s 40 "$work/p2g_trunc/groups-00001.bin"
+expect_error "train: truncated groups file" "groups-00001.bin" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2g_trunc" --epochs 1 --halo-rows semantic
+expect_error "partition: --drop-o2o without groups" "--groups semantic" \
+  "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --drop-o2o
+# Forged rank files that pass their checksums, and manifests that disagree with them.
+cp -r "$work/p2" "$work/p2_hugef"
+forge "$work/p2_hugef/part-00000.bin" 48 "<q" $((1 << 60))
+expect_error "train: rank file header claims F = 2^60" "part-00000.bin: header sizes overflow" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_hugef" --epochs 1
+cp -r "$work/p2" "$work/p2_classes"
+set_manifest "$work/p2_classes" dataset.num_classes 2000000000
+expect_error "train: manifest claims num_classes = 2*10^9" "classes but the manifest says 2000000000" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_classes" --epochs 1
+cp -r "$work/p2" "$work/p2_classes_all"
+set_manifest "$work/p2_classes_all" dataset.num_classes 2000000000
+forge "$work/p2_classes_all/part-00000.bin" 56 "<i" 2000000000
+forge "$work/p2_classes_all/part-00001.bin" 56 "<i" 2000000000
+expect_error "train: partition with num_classes = 2*10^9 throughout" "largest term is output (logits, labels).*num_classes = 2000000000" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_classes_all" --epochs 1
+cp -r "$work/p2" "$work/p2_features"
+set_manifest "$work/p2_features" dataset.num_features 9
+expect_error "train: manifest feature count differs" "features per node but the manifest says 9" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_features" --epochs 1
+cp -r "$work/p2" "$work/p2_v1"
+set_manifest "$work/p2_v1" version 1
+expect_error "train: partition of the older format" "version 1, this build reads version 2; re-run halognn-partition" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_v1" --epochs 1
+# Two random partitions of the same data (same part sizes), with part 1 of the second given the
+# first's run id: every file is valid on its own; only the ranks together can see the mix-up.
+"$bin/halognn-partition" --data "$work/ds" --parts 2 --method random --seed 1 --out "$work/pr1" >/dev/null
+"$bin/halognn-partition" --data "$work/ds" --parts 2 --method random --seed 2 --out "$work/pr2" >/dev/null
+cp "$work/pr2/part-00001.bin" "$work/pr1/part-00001.bin"
+forge "$work/pr1/part-00001.bin" 88 "<Q" "0x$(/usr/bin/python3 -c "import json;print(json.load(open('$work/pr1/manifest.json'))['run_id'])")"
+expect_error "train: send/receive counts of two runs mixed" "halo rows from rank [01] but .*part-0000[01].bin sends" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/pr1" --epochs 1
+cp -r "$work/p2" "$work/p2_mixed"
+cp "$work/pr2/part-00001.bin" "$work/p2_mixed/part-00001.bin"
+set_manifest "$work/p2_mixed" files "$(/usr/bin/python3 -c "
+import json; a=json.load(open('$work/p2/manifest.json'))['files']; b=json.load(open('$work/pr2/manifest.json'))['files']
+print(json.dumps([a[0], b[1]]))")"
+expect_error "train: rank file of another partition run" "part-00001.bin: written by partition run" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_mixed" --epochs 1
+
+# Absurd options: a bound, or the memory estimate, refuses each naming the option.
+expect_error "train: --hidden 1e8" "--hidden" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --hidden 1e8
+expect_error "train: --hidden 100000000" "--hidden 100000000 is outside" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --hidden 100000000
+expect_error "train: --layers 100000" "--layers 100000 is outside" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --layers 100000
+expect_error "train: --heads 10^6" "--heads 1000000 is outside" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --model gat --heads 1000000
+expect_error "train: --emulate-link 1e-12" "--emulate-link: bandwidth" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --emulate-link 1e-12
+expect_error "train: --lr inf" "--lr must be a finite number" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --lr inf
+expect_error "train: --hidden within bounds, beyond the memory budget" "largest term is activations.*driven by --hidden, --layers" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --hidden 1000000 --memory-budget 1
+expect_ok "train: --dry-run prints the estimate and does not train" "dry run: the estimate fits" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --dry-run
+grep -q "exchange buffers" "$work/out" || fail "--dry-run printed no breakdown"
+grep -q "^epoch" "$work/out" && fail "--dry-run trained"
+expect_error "train: a diverging run (NaN loss) exits non-zero" "training diverged: the loss of epoch [0-9]* is" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --lr 1e30 --epochs 50 --quiet --metrics "$work/nan.jsonl"
+/usr/bin/python3 -c "
+import json,sys; l=[json.loads(x) for x in open('$work/nan.jsonl')]
+sys.exit(0 if l[-1].get('event') == 'diverged' and all('epoch' in x for x in l[:-1]) else 1)" ||
+  fail "diverged run: metrics file does not end with the diverged event"
+
+# --metrics: checked at start-up, inputs never overwritten, the OS's reason reported.
+cp "$work/p2/manifest.json" "$work/manifest.copy"
+expect_error "train: --metrics is a directory" "is a directory; --metrics needs a file name" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --quiet --metrics "$work"
+expect_error "train: --metrics is an input" "lies inside .*an input of this run" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --quiet --metrics "$work/p2/manifest.json"
+cmp -s "$work/p2/manifest.json" "$work/manifest.copy" || fail "--metrics overwrote the partition manifest"
+echo '{"partition": "'"$work/p2"'", "epochs": 1}' >"$work/run.json"
+expect_error "train: --metrics is the config file" "run.json, an input of this run" \
+  "${mpi2[@]}" "$bin/halognn-train" --config "$work/run.json" --quiet --metrics "$work/run.json"
+echo "my notes" >"$work/notes.txt"
+expect_error "train: --metrics is someone's file" "not a halognn metrics file" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --quiet --metrics "$work/notes.txt"
+expect_error "train: --metrics on a full disk" "write failed: No space left on device" \
+  "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2" --epochs 1 --quiet --metrics /dev/full
+
+# Leftovers of killed runs ("<out>.tmp.<pid>" of a pid that is gone) are removed and reported.
+stale=$(dead_pid)
+mkdir -p "$work/p2.tmp.$stale" && echo junk >"$work/p2.tmp.$stale/part-00000.bin"
+expect_ok "partition: a killed run's leftover is removed and reported" "removed $work/p2.tmp.$stale, left behind by a run that was killed" \
+  "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/p2"
+[[ ! -e $work/p2.tmp.$stale ]] || fail "the partition leftover is still there"
+mkdir -p "$work/ds.tmp.$stale"
+expect_ok "data: a killed run's leftover is removed and reported" "removed $work/ds.tmp.$stale, left behind" \
+  "$bin/halognn-data" generate --out "$work/ds" --nodes 400 --edges 2000 --classes 3 --features 8 --seed 5
+[[ ! -e $work/ds.tmp.$stale ]] || fail "the dataset leftover is still there"
+
 # halognn-partition and halognn-data
 expect_error "partition: missing dataset" "$work/none" \
   "$bin/halognn-partition" --data "$work/none" --parts 2 --out "$work/px"
@@ -78,6 +227,10 @@ expect_error "partition: truncated features" "features.npy" \
 expect_error "partition: bad parts" "--parts" \
   "$bin/halognn-partition" --data "$work/ds" --parts 0 --out "$work/px"
 expect_error "data: inspect missing" "$work/none" "$bin/halognn-data" inspect "$work/none"
+cp -r "$work/ds" "$work/ds_dir"
+rm "$work/ds_dir/features.npy" && mkdir "$work/ds_dir/features.npy"
+expect_error "partition: a .npy path that is a directory" "features.npy: is a directory, not a file" \
+  "$bin/halognn-partition" --data "$work/ds_dir" --parts 2 --out "$work/px"
 expect_error "data: unknown command" "frobnicate" "$bin/halognn-data" frobnicate
 
 # Nothing half-written: no temporary names left anywhere, no output for the failed partitions.

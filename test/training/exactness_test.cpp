@@ -69,12 +69,15 @@ INSTANTIATE_TEST_SUITE_P(Models, Exactness,
 namespace halognn {
 namespace {
 
-// With a staleness bound of 1 every epoch is synchronous, so pipelined training must be the
-// very same computation as synchronous training: bit-identical losses.
-TEST(Pipelined, StalenessBoundOneEqualsSynchronousTraining) {
+// The pipelined policy's synchronous epochs (drain, exchange into its own buffer, copy) are the
+// same computation as the sync policy: with a synchronous epoch every epoch the runs are
+// bit-identical. With one every other epoch, epoch 1 really runs on epoch 0's rows (so this test
+// fails if the pipelined path is bypassed), and the metrics say so.
+TEST(Pipelined, SyncEveryEpochIsBitIdenticalToSyncAndOtherwiseEpochOneIsStale) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ASSERT_GE(size, 2) << "pipelining needs a halo";
   const Dataset ds = testing::small_dataset();
   TrainConfig cfg = testing::small_config(ModelKind::sage);
   cfg.layers = 3;
@@ -83,8 +86,42 @@ TEST(Pipelined, StalenessBoundOneEqualsSynchronousTraining) {
   const Trace sync = train(cfg, testing::partition_of(ds, size, rank), *world);
   cfg.exchange = ExchangeMode::pipelined;
   cfg.sync_every = 1;
-  const Trace pipe = train(cfg, testing::partition_of(ds, size, rank), *world);
-  EXPECT_EQ(pipe.loss, sync.loss);
+  const Trace every = train(cfg, testing::partition_of(ds, size, rank), *world);
+  EXPECT_EQ(every.loss, sync.loss);
+
+  cfg.sync_every = 2;
+  Trainer trainer(cfg, testing::partition_of(ds, size, rank), *world, cpu_device());
+  const EpochMetrics e0 = trainer.run_epoch(0, false);
+  const EpochMetrics e1 = trainer.run_epoch(1, false);
+  EXPECT_EQ(e0.loss, sync.loss[0]);
+  EXPECT_TRUE(e0.synchronous);
+  EXPECT_FALSE(e1.synchronous);
+  EXPECT_EQ(e1.max_staleness, 1);
+  EXPECT_NE(e1.loss, sync.loss[1]) << "epoch 1 must use epoch 0's halo rows";
+}
+
+// An explicit fp32 plan equals the default path, and a plan that quantizes one layer does not:
+// the per-layer codec plan really reaches the halo exchange (run with a halo, at P >= 2 ranks).
+TEST(Codecs, ExplicitFp32PlanEqualsTheDefaultAndAQuantizedLayerDoesNot) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ASSERT_GE(size, 2) << "codecs act on the halo";
+  const Dataset ds = testing::small_dataset();
+  TrainConfig cfg = testing::small_config(ModelKind::gcn);
+  cfg.epochs = 5;
+  auto world = make_mpi_transport(MPI_COMM_WORLD);
+  const Trace base = train(cfg, testing::partition_of(ds, size, rank), *world);
+  cfg.codec_forward = "fp32,fp32";
+  cfg.codec_backward = "fp32";
+  cfg.compress_layer0 = true;
+  EXPECT_EQ(train(cfg, testing::partition_of(ds, size, rank), *world).loss, base.loss);
+  cfg.codec_forward = "fp32,q8";
+  EXPECT_NE(train(cfg, testing::partition_of(ds, size, rank), *world).loss, base.loss)
+      << "layer 1's forward rows are quantized";
+  cfg.codec_forward = "q8,fp32";
+  EXPECT_NE(train(cfg, testing::partition_of(ds, size, rank), *world).loss, base.loss)
+      << "--compress-layer0 quantizes the one-time feature exchange";
 }
 
 // Pipelined epochs use rows one epoch old; the bound forces a synchronous epoch every N, and
@@ -102,7 +139,10 @@ TEST(Pipelined, HaloAgeNeverExceedsTheBoundAndTrainingStillLearns) {
     cfg.sync_every = bound;
     cfg.smoothing = bound == 3 ? 0.5f : 0.0f;
     auto world = make_mpi_transport(MPI_COMM_WORLD);
-    Trainer trainer(cfg, testing::partition_of(ds, size, rank), *world, cpu_device());
+    LocalPartition part = testing::partition_of(ds, size, rank);
+    std::int64_t halo_rows = part.num_halo;
+    world->all_reduce_sum(&halo_rows, 1);
+    Trainer trainer(cfg, std::move(part), *world, cpu_device());
     double first = 0, last = 0;
     for (int e = 0; e < cfg.epochs; ++e) {
       const EpochMetrics m = trainer.run_epoch(e, false);
@@ -114,6 +154,17 @@ TEST(Pipelined, HaloAgeNeverExceedsTheBoundAndTrainingStillLearns) {
       }
       if (size > 1 && !expect_sync) {
         EXPECT_EQ(m.max_staleness, 1) << "epoch " << e;
+      }
+      // The age histogram: every halo row of layers 1 and 2, all of one age.
+      const int age = expect_sync ? 0 : 1;
+      ASSERT_EQ(m.halo_age["layers"].size(), 2u);
+      for (const Json& l : m.halo_age["layers"]) {
+        const Json& fwd = l["fwd"];
+        ASSERT_GT(fwd.size(), static_cast<std::size_t>(age)) << "epoch " << e;
+        EXPECT_EQ(fwd[static_cast<std::size_t>(age)].get<std::int64_t>(), halo_rows) << "epoch " << e;
+        if (age == 1) {
+          EXPECT_EQ(fwd[0].get<std::int64_t>(), 0);
+        }
       }
       (e == 0 ? first : last) = m.loss;
     }

@@ -44,6 +44,20 @@ void gather_rows(ConstDenseView src, const LocalId* idx, DenseView dst) {
   });
 }
 
+void scatter_rows(ConstDenseView src, const LocalId* idx, DenseView dst) {
+  GNN_ASSERT(src.cols == dst.cols, "scatter_rows: widths differ (", src.cols, " vs ", dst.cols, ")");
+  if (src.rows == 0 || src.cols == 0) return;
+  CudaContext& ctx = detail::current_context();
+  const std::int64_t cols = src.cols;
+  const float* s = src.data;
+  float* d = dst.data;
+  // The destinations are distinct: one thread per element, no ordering to keep.
+  detail::for_each(ctx, src.rows * cols, [=] __device__(std::int64_t e) {
+    const std::int64_t i = e / cols, j = e % cols;
+    d[static_cast<std::int64_t>(idx[i]) * cols + j] = s[e];
+  });
+}
+
 void scatter_add_rows(ConstDenseView src, const LocalId* idx, DenseView dst) {
   GNN_ASSERT(src.cols == dst.cols, "scatter_add_rows: widths differ (", src.cols, " vs ", dst.cols,
              ")");

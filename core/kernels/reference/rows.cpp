@@ -1,4 +1,4 @@
-// Row movement: gather, race-free scatter-add, copy.
+// Row movement: gather, scatter, race-free scatter-add, copy.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -15,6 +15,16 @@ void gather_rows(ConstDenseView src, const LocalId* idx, DenseView dst) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < dst.rows; ++i) {
     std::memcpy(dst.row(i), src.row(idx[i]), row_bytes);
+  }
+}
+
+void scatter_rows(ConstDenseView src, const LocalId* idx, DenseView dst) {
+  GNN_ASSERT(src.cols == dst.cols, "scatter_rows: widths differ (", src.cols, " vs ", dst.cols, ")");
+  if (src.rows == 0 || src.cols == 0) return;
+  const std::size_t row_bytes = static_cast<std::size_t>(src.cols) * sizeof(float);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < src.rows; ++i) {
+    std::memcpy(dst.row(idx[i]), src.row(i), row_bytes);
   }
 }
 

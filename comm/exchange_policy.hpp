@@ -1,0 +1,130 @@
+#pragma once
+/// @file exchange_policy.hpp
+/// When halo rows cross, and which ones a layer gets: the exchange policy (docs/halo_exchange.md,
+/// "Exchange policies"). The trainer asks the policy for a layer's halo rows and hands it the halo
+/// gradients; the policy owns whatever that needs (requests in flight, stale rows and gradients,
+/// smoothing averages) and reports the age of every row it hands out. Policies:
+/// - sync: every layer waits for this epoch's rows and gradients (Sylvie-S);
+/// - pipelined: layer l of epoch t uses the rows sent in epoch t-1 while this epoch's rows are in
+///   flight, and likewise for gradients (PipeGCN, Sylvie-A); one synchronous epoch every
+///   `sync_every` epochs, epoch 0 included (Sylvie's epsilon_s); optional smoothing of the stale
+///   rows and gradients by a moving average (PipeGCN's gamma);
+/// - refresh: only the rows that are too old or most important cross, the others come from a cache
+///   (FreshGNN's selective history; comm/refresh_policy.hpp).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comm/halo_exchange.hpp"
+#include "core/json.hpp"
+
+namespace halognn {
+
+enum class ExchangeMode { sync, pipelined, refresh };
+
+/// What the refresh policy re-sends each epoch.
+struct RefreshConfig {
+  enum class By { grad, change };
+  int staleness_bound = 1;      ///< s: a slot is re-sent when its age reaches s (1: every epoch)
+  double fraction = 0;          ///< r: of the other slots, this fraction by importance
+  By by = By::grad;             ///< importance: last gradient norm, or relative change
+  bool exact_backward = false;  ///< send every slot's gradient, not only the refreshed ones
+};
+
+const char* to_string(RefreshConfig::By b);
+/// "grad" | "change"; throws ConfigError naming --refresh-by otherwise.
+RefreshConfig::By parse_refresh_by(const std::string& s);
+
+const char* to_string(ExchangeMode m);
+/// "sync" | "pipelined" | "refresh"; throws ConfigError naming --exchange otherwise.
+ExchangeMode parse_exchange_mode(const std::string& s);
+
+struct PolicyConfig {
+  ExchangeMode mode = ExchangeMode::sync;
+  int sync_every = 0;        ///< pipelined: a synchronous epoch every N epochs (0: epoch 0 only)
+  float smoothing = 0.0f;    ///< pipelined: gamma of the moving average (0: off)
+  RefreshConfig refresh;     ///< refresh: what is re-sent
+  std::uint64_t seed = 0;    ///< keys the codecs' randomness
+};
+
+/// Rows handed out by a policy in one epoch, by layer, direction and age in epochs: forward, the
+/// halo rows given to a layer; backward, the gradient rows added into owned rows.
+class HaloAges {
+ public:
+  void reset(int num_layers);
+  void add(int layer, Direction dir, int age, std::int64_t rows);
+  std::int64_t rows(int layer, Direction dir, int age) const;
+  /// The largest age of any row handed out (0 when none was).
+  int max_age() const;
+  /// The element-wise sum over the ranks of `transport` (collective).
+  HaloAges sum_over_ranks(Transport& transport) const;
+  /// {"max_age": a, "layers": [{"layer": 1, "fwd": [rows of age 0, age 1, ...], "bwd": [...]}]}
+  Json to_json() const;
+
+ private:
+  // counts_[layer][direction][age]
+  std::vector<std::vector<std::vector<std::int64_t>>> counts_;
+};
+
+class ExchangePolicy {
+ public:
+  virtual ~ExchangePolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  /// Starts training epoch `epoch`; clears the ages.
+  void begin_epoch(std::int64_t epoch);
+  /// Whether this training epoch uses only this epoch's rows and gradients (by schedule).
+  virtual bool synchronous_epoch() const = 0;
+
+  /// Training forward of layer l >= 1: the owned rows of x (num_local x F) are final; fills its
+  /// halo rows.
+  virtual void forward(int layer, DenseView x) = 0;
+  /// Training backward of layer l >= 1: gx (num_local x F) holds dL/dx for owned and halo rows.
+  /// Sends the halo part to its owners and adds into the owned part what the policy has for it.
+  virtual void backward(int layer, DenseView gx) = 0;
+  /// Evaluation forward of layer l >= 1 with the current weights: an exact synchronous exchange
+  /// that leaves the training state (stale rows, requests in flight) alone.
+  void forward_eval(int layer, std::int64_t epoch, DenseView x);
+  /// Progresses exchanges in flight (called between kernels).
+  virtual void poll() {}
+  /// Completes, and drops, everything in flight (end of training, before destruction).
+  virtual void finish() {}
+
+  /// Ages of the rows handed out since begin_epoch.
+  const HaloAges& ages() const { return ages_; }
+  /// Bytes of device memory the policy's own state takes (stale rows, caches, averages).
+  virtual std::size_t state_bytes() const { return 0; }
+  /// The policy's own per-epoch report summed over ranks (collective), or null.
+  virtual Json summarize(Transport& transport) const {
+    (void)transport;
+    return Json();
+  }
+  HaloExchange& exchange() { return ex_; }
+
+ protected:
+  ExchangePolicy(HaloExchange& ex, LocalId num_owned, int num_layers, std::uint64_t seed);
+  /// The synchronous exchanges of this epoch: x's halo rows from its owned rows; gx's owned rows
+  /// += the halo gradients of the peers.
+  void exchange_rows_now(int layer, DenseView x);
+  void exchange_gradients_now(int layer, DenseView gx);
+  DenseView owned(DenseView m) const { return m.rows_range(0, num_owned_); }
+  DenseView halo(DenseView m) const { return m.rows_range(num_owned_, m.rows); }
+
+  HaloExchange& ex_;
+  LocalId num_owned_;
+  int num_layers_;
+  std::uint64_t seed_;
+  std::int64_t epoch_ = 0;
+  HaloAges ages_;
+};
+
+/// The policy of `cfg` over `ex`. `widths[l]` is the input width of layer l (entry 0 unused:
+/// layer-0 rows are features, exchanged once by the trainer). Throws ConfigError on bad settings.
+std::unique_ptr<ExchangePolicy> make_exchange_policy(const PolicyConfig& cfg, HaloExchange& ex,
+                                                     LocalId num_owned, LocalId num_halo,
+                                                     const std::vector<std::int64_t>& widths,
+                                                     DevicePtr dev);
+
+}  // namespace halognn

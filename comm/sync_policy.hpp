@@ -1,0 +1,19 @@
+#pragma once
+/// @file sync_policy.hpp
+/// The synchronous exchange policy (Sylvie-S): every layer waits for this epoch's halo rows, and
+/// every backward for this epoch's halo gradients. Exact with an exact codec.
+#include "comm/exchange_policy.hpp"
+
+namespace halognn {
+
+class SyncPolicy final : public ExchangePolicy {
+ public:
+  SyncPolicy(HaloExchange& ex, LocalId num_owned, int num_layers, std::uint64_t seed)
+      : ExchangePolicy(ex, num_owned, num_layers, seed) {}
+  std::string_view name() const override { return "sync"; }
+  bool synchronous_epoch() const override { return true; }
+  void forward(int layer, DenseView x) override { exchange_rows_now(layer, x); }
+  void backward(int layer, DenseView gx) override { exchange_gradients_now(layer, gx); }
+};
+
+}  // namespace halognn

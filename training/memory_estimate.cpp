@@ -1,0 +1,328 @@
+#include "training/memory_estimate.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <span>
+
+#include "compress/codec.hpp"
+#include "compress/codec_plan.hpp"
+#include "core/error.hpp"
+
+namespace halognn {
+namespace {
+
+// Sizes are added up in double: a forged partition or an absurd option may ask for more than
+// 2^64 bytes, and the estimate must say so rather than wrap around.
+constexpr double kF = 4;  // float
+constexpr double kI = 4;  // int32 (LocalId, CSR offsets)
+constexpr double kL = 8;  // int64 (GlobalId, degrees)
+
+std::uint64_t to_bytes(double b) {
+  if (!(b > 0)) return 0;
+  if (b >= 1.8e19) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(std::llround(b));
+}
+
+/// Bytes of the encoded blocks of one exchange side: one block per peer.
+double encoded(const Codec& codec, const std::vector<std::int64_t>& counts, std::int64_t cols) {
+  double b = 0;
+  if (cols <= 0) return 0;
+  for (std::int64_t c : counts)
+    if (c > 0) b += static_cast<double>(codec.encoded_size(c, cols).total());
+  return b;
+}
+
+/// One layer's dimensions as the Trainer builds the stack.
+struct LayerDims {
+  std::int64_t in = 0, out = 0;  ///< LayerConfig in_dim / out_dim (per head for GAT)
+  std::int64_t heads = 1;
+  bool concat = false;
+  std::int64_t out_dim() const { return concat ? heads * out : out; }  ///< next layer's input
+};
+
+}  // namespace
+
+std::int64_t PartitionShape::total_send() const {
+  return std::accumulate(send_counts.begin(), send_counts.end(), std::int64_t{0});
+}
+
+std::int64_t PartitionShape::total_recv() const {
+  return std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
+}
+
+PartitionShape PartitionShape::of(const LocalPartition& p) {
+  PartitionShape s;
+  s.num_owned = p.num_owned;
+  s.num_halo = p.num_halo;
+  s.adj_nnz = static_cast<std::int64_t>(p.col.size());
+  s.num_features = p.features.cols();
+  s.num_classes = p.num_classes;
+  s.multilabel = p.multilabel;
+  const std::span<const float> f = p.features.host();
+  std::int64_t nnz = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : nnz)
+  for (std::size_t i = 0; i < f.size(); ++i) nnz += f[i] != 0.0f;
+  s.feature_nnz = nnz;
+  s.send_contiguous = true;
+  LocalId next = 0;
+  for (const PeerRows& pr : p.send) {
+    s.send_counts.push_back(static_cast<std::int64_t>(pr.rows.size()));
+    for (LocalId r : pr.rows) s.send_contiguous = s.send_contiguous && r == next++;
+  }
+  for (const PeerRows& pr : p.recv) s.recv_counts.push_back(static_cast<std::int64_t>(pr.rows.size()));
+  return s;
+}
+
+std::uint64_t MemoryEstimate::steady(MemorySpace space) const {
+  std::uint64_t b = 0;
+  for (const MemoryTerm& t : terms)
+    if (t.space == space) b += t.bytes;
+  return b;
+}
+
+const MemoryTerm& MemoryEstimate::largest() const {
+  GNN_ASSERT(!terms.empty(), "empty memory estimate");
+  return *std::max_element(terms.begin(), terms.end(),
+                           [](const MemoryTerm& a, const MemoryTerm& b) { return a.bytes < b.bytes; });
+}
+
+Json MemoryEstimate::to_json() const {
+  Json t = Json::array();
+  for (const MemoryTerm& m : terms)
+    t.push_back({{"name", m.name}, {"space", m.space == MemorySpace::host ? "host" : "device"},
+                 {"bytes", m.bytes}, {"driver", m.driver}});
+  Json j = Json::object();
+  j["terms"] = std::move(t);
+  j["startup_host"] = startup_host;
+  j["startup_device"] = startup_device;
+  j["epoch_host"] = epoch_host;
+  j["epoch_device"] = epoch_device;
+  j["peak_host"] = peak_host;
+  j["peak_device"] = peak_device;
+  j["peak_total"] = peak_total;
+  return j;
+}
+
+MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionShape& s,
+                                        const MemoryPlacement& where) {
+  const double own = static_cast<double>(s.num_owned), halo = static_cast<double>(s.num_halo);
+  const double nl = own + halo, nnz = static_cast<double>(s.adj_nnz);
+  const double feat = static_cast<double>(s.num_features);
+  const double classes = static_cast<double>(s.num_classes);
+  const double sends = static_cast<double>(s.total_send()), recvs = static_cast<double>(s.total_recv());
+  const bool gat = cfg.model == ModelKind::gat;
+  const int L = cfg.layers;
+
+  // The layer stack (Trainer's constructor).
+  std::vector<LayerDims> dims(static_cast<std::size_t>(L));
+  std::int64_t in = s.num_features;
+  for (int l = 0; l < L; ++l) {
+    const bool last = l + 1 == L;
+    LayerDims& d = dims[static_cast<std::size_t>(l)];
+    d.in = in;
+    d.out = last ? s.num_classes : cfg.hidden;
+    d.heads = (gat && !last) ? cfg.heads : 1;
+    d.concat = !last;
+    in = gat ? d.out_dim() : d.out;
+  }
+  // Layer 0 reads CSR when under 10% of the owned feature entries are non-zero (Trainer).
+  const double owned_entries = own * feat;
+  const double density = owned_entries > 0 ? static_cast<double>(s.feature_nnz) / owned_entries : 0;
+  const bool sparse = cfg.sparse_features && density < 0.1;
+  const bool dropout = cfg.dropout > 0;
+  const bool pipelined = cfg.exchange == ExchangeMode::pipelined;
+
+  // Partition arrays the Trainer keeps on the host, and the halo plan's host copies.
+  double partition_host = kL * nl + kL * nl + kI * (own + 1) + kI * nnz + kI * (sends + recvs) +
+                          (s.multilabel ? own * classes : kI * own) + 3 * own +
+                          (kI + kL) * (sends + recvs);
+  // LocalGraph (structure and its transpose, degrees, global ids) and the plan's index arrays.
+  double graph = kI * (own + 1) + kI * nnz + kI * (nl + 1) + kI * nnz + kF * nl + kL * nl +
+                 (kI + kL) * (sends + recvs);
+  // Every layer builds its own normalised operator and transpose: GCN A+I with values, SAGE A
+  // with values, GAT A+I structure only; plus the transpose-to-original entry map.
+  double operators = 0, attention = 0;
+  const double op_nnz = cfg.model == ModelKind::sage ? nnz : nnz + own;
+  const double with_values = cfg.model == ModelKind::gat ? 0 : 1;
+  for (int l = 0; l < L; ++l) {
+    operators += kI * (own + 1) + kI * op_nnz + with_values * kF * op_nnz +  // a
+                 kI * (nl + 1) + kI * op_nnz + with_values * kF * op_nnz +   // a_t
+                 kI * op_nnz;                                                 // t_to_a
+    if (gat) attention += 2 * kF * op_nnz * static_cast<double>(dims[static_cast<std::size_t>(l)].heads);
+  }
+  // Parameters: value and gradient of every declared parameter; optimiser state of the trained
+  // ones (Adam: two moments; SGD: a velocity when momentum > 0). The biases are trained.
+  double params = 0, largest_param = 0;
+  for (const LayerDims& d : dims) {
+    std::vector<double> p;
+    if (cfg.model == ModelKind::gcn) {
+      p = {static_cast<double>(d.in * d.out), static_cast<double>(d.out)};
+    } else if (cfg.model == ModelKind::sage) {
+      p = {static_cast<double>(d.in * d.out), static_cast<double>(d.in * d.out),
+           static_cast<double>(d.out)};
+    } else {
+      p = {static_cast<double>(d.in) * static_cast<double>(d.heads * d.out),
+           static_cast<double>(d.heads * d.out), static_cast<double>(d.heads * d.out),
+           static_cast<double>(d.out_dim())};
+    }
+    const double state = cfg.optimizer == OptimizerKind::adam ? 2 : (cfg.momentum > 0 ? 1 : 0);
+    for (double n : p) {
+      params += kF * n * (2 + state);
+      largest_param = std::max(largest_param, kF * n);
+    }
+  }
+
+  // Layer-0 input: dense owned+halo features, or their CSR (halo rows assumed as dense as the
+  // owned ones) plus the dropped-out values; the dense dropout copy when dense.
+  const double x0_dense = kF * nl * feat;
+  const double csr_nnz = density * nl * feat;
+  const double x0_sparse = kI * (nl + 1) + (kI + kF) * csr_nnz + kF * csr_nnz;
+  const double xd0 = (dropout && !sparse) ? kF * nl * feat : 0;
+
+  // Activations: inputs of layers >= 1, their dropout copies and gradients, and what each layer
+  // keeps between forward and backward (models/*_layer.cpp).
+  double activations = 0, pipelined_buffers = 0;
+  for (int l = 1; l < L; ++l) {
+    const double w = static_cast<double>(dims[static_cast<std::size_t>(l)].in);
+    activations += kF * nl * w * (dropout ? 3 : 2);  // x_, xd_, gx_
+    if (pipelined)
+      pipelined_buffers += kF * w * (nl + halo + own + (cfg.smoothing > 0 ? own : 0));
+  }
+  for (int l = 0; l < L; ++l) {
+    const LayerDims& d = dims[static_cast<std::size_t>(l)];
+    const double in_d = static_cast<double>(d.in), out_d = static_cast<double>(d.out);
+    const bool used_sparse = l == 0 && sparse;
+    if (gat) {
+      const double width = static_cast<double>(d.heads) * out_d, h = static_cast<double>(d.heads);
+      activations += kF * (nl * width + own * h + nl * h);  // z, s_dst, s_src
+      activations += kF * (nl * width + own * h + nl * h);  // gz, gs_dst, gs_src
+      if (!d.concat) activations += kF * own * width;       // per-head output (mean of heads)
+    } else if (in_d <= out_d && !used_sparse) {
+      activations += kF * own * in_d * (l > 0 ? 2 : 1);  // aggregated input (+ its gradient)
+    } else {
+      activations += kF * nl * out_d;  // transformed rows
+    }
+  }
+  // Output layer: logits and their gradient, labels (or the label matrix) and the train mask.
+  const double output = 2 * kF * own * classes + (s.multilabel ? own * classes : kI * own) + own;
+
+  // Exchange buffers, one set per (layer, direction) that exchanges (comm/halo_exchange.cpp):
+  // encoded send and receive blocks, the gathered send rows forward, the decoded rows backward.
+  const CodecPlan codecs = parse_codec_plan(cfg.codec, cfg.codec_forward, cfg.codec_backward, L);
+  const std::shared_ptr<const Codec> layer0 =
+      cfg.compress_layer0 ? codecs.forward[0] : make_codec("fp32");
+  double exchange = 0, staging = 0, largest_forward = 0;
+  for (int l = 0; l < L; ++l) {
+    const std::int64_t w = dims[static_cast<std::size_t>(l)].in;
+    const double wd = static_cast<double>(w);
+    const Codec& fc = l == 0 ? *layer0 : *codecs.forward[static_cast<std::size_t>(l)];
+    const double f_bytes = encoded(fc, s.send_counts, w) + encoded(fc, s.recv_counts, w);
+    const double f_rows = (!s.send_contiguous && w > 0) ? kF * sends * wd : 0;
+    exchange += f_bytes + f_rows;
+    staging += f_bytes;
+    if (l > 0) largest_forward = std::max(largest_forward, f_bytes + f_rows);
+    if (l == 0) continue;
+    const Codec& bc = *codecs.backward[static_cast<std::size_t>(l)];
+    const double b_bytes = encoded(bc, s.recv_counts, w) + encoded(bc, s.send_counts, w);
+    exchange += b_bytes + (w > 0 ? kF * sends * wd : 0);
+    staging += b_bytes;
+  }
+  const double layer0_exchange = [&] {
+    const std::int64_t w = dims[0].in;
+    return encoded(*layer0, s.send_counts, w) + encoded(*layer0, s.recv_counts, w) +
+           ((!s.send_contiguous && w > 0) ? kF * sends * static_cast<double>(w) : 0);
+  }();
+  const bool stage = !where.device_is_host && !where.transport_takes_device_memory;
+  if (!stage) staging = 0;
+
+  const std::string f = std::to_string(s.num_features);
+  const std::string width_opts = gat ? "--hidden, --heads, --layers" : "--hidden, --layers";
+  MemoryEstimate e;
+  auto add = [&](std::string name, std::string driver, MemorySpace space, double bytes) {
+    e.terms.push_back({std::move(name), std::move(driver), space, to_bytes(bytes)});
+  };
+  const MemorySpace dev = MemorySpace::device, host = MemorySpace::host;
+  add("partition (host)", "the partition's nodes and edges", host, partition_host);
+  add("graph and halo plan", "the partition's nodes and edges", dev, graph);
+  add("layer operators", "--layers, the partition's edges", dev, operators);
+  if (gat) add("attention coefficients", "--heads, --layers, the partition's edges", dev, attention);
+  add("layer-0 input", "the features (F = " + f + ")", dev, (sparse ? x0_sparse : x0_dense) + xd0);
+  add("activations", width_opts, dev, activations);
+  if (pipelined) add("pipelined halo buffers", "--exchange pipelined, " + width_opts, dev, pipelined_buffers);
+  add("output (logits, labels)", "num_classes = " + std::to_string(s.num_classes) +
+      " in the partition", dev, output);
+  add("exchange buffers", "--codec, the halo and boundary rows, " + width_opts, dev, exchange);
+  if (stage) add("host staging of exchanges", "--transport mpi on a GPU", host, staging);
+  add("parameters and optimiser", width_opts + ", --optimizer", dev, params);
+
+  e.startup_host = to_bytes(kF * own * feat);    // the feature matrix as read
+  e.startup_device = to_bytes(kF * own * feat);  // its copy on the device
+  e.epoch_host = to_bytes(kF * own * classes + (stage ? largest_param : 0));
+  e.epoch_device = to_bytes(pipelined ? largest_forward : 0);
+
+  // Phases: building the Trainer (features staged, no layer caches or exchange buffers yet), the
+  // one-time feature exchange (dense input and, when sparse, its CSR side by side), and training.
+  const double steady_dev = static_cast<double>(e.steady(dev));
+  const double steady_host = static_cast<double>(e.steady(host));
+  const double lazy = activations - [&] {
+    double ctor = 0;  // the Trainer's own activation buffers exist from construction
+    for (int l = 1; l < L; ++l)
+      ctor += kF * nl * static_cast<double>(dims[static_cast<std::size_t>(l)].in) * (dropout ? 3 : 2);
+    return ctor;
+  }();
+  const double ctor_dev = steady_dev - exchange - lazy - (sparse ? x0_sparse : x0_dense) +
+                          x0_dense + static_cast<double>(e.startup_device);
+  const double ctor_host = partition_host + static_cast<double>(e.startup_host);
+  const double exchange_dev = ctor_dev - static_cast<double>(e.startup_device) + layer0_exchange +
+                              (sparse ? x0_sparse : 0);
+  const double train_dev = steady_dev + static_cast<double>(e.epoch_device);
+  const double train_host = steady_host + static_cast<double>(e.epoch_host);
+  e.peak_device = to_bytes(std::max({ctor_dev, exchange_dev, train_dev}));
+  e.peak_host = to_bytes(std::max({ctor_host, partition_host, train_host}));
+  e.peak_total = where.device_is_host
+                     ? to_bytes(std::max({ctor_dev + ctor_host, exchange_dev + partition_host,
+                                          train_dev + train_host}))
+                     : e.peak_host;
+  return e;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  else std::snprintf(buf, sizeof buf, "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+std::uint64_t node_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  std::uint64_t phys = pages > 0 && page > 0
+                           ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+                           : std::numeric_limits<std::uint64_t>::max();
+  // A batch system may confine the job to less than the machine (cgroup v2, then v1).
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text) || text == "max") continue;
+    try {
+      const unsigned long long limit = std::stoull(text);
+      if (limit > 0) phys = std::min<std::uint64_t>(phys, limit);
+    } catch (const std::exception&) {
+    }
+  }
+  return phys;
+}
+
+}  // namespace halognn

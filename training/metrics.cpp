@@ -1,0 +1,42 @@
+#include "training/metrics.hpp"
+
+namespace halognn {
+
+Json EpochMetrics::to_json() const {
+  Json j = Json::object();
+  j["epoch"] = epoch;
+  j["loss"] = loss;
+  j["train_acc"] = train_score;
+  j["val_acc"] = eval ? Json(eval->val) : Json();
+  j["test_acc"] = eval ? Json(eval->test) : Json();
+  j["eval_train_acc"] = eval ? Json(eval->train) : Json();
+  j["epoch_s"] = epoch_s;
+  j["compute_s"] = compute_s;
+  j["comm_s"] = comm_s;
+  j["codec_s"] = codec_s;
+  j["bytes_sent"] = bytes_sent;
+  j["eval_bytes_sent"] = eval_bytes_sent;
+  j["synchronous"] = synchronous;
+  j["max_staleness"] = max_staleness;
+  j["halo_age"] = halo_age;
+  if (!policy.is_null()) j["policy"] = policy;
+  j["traffic"] = traffic;
+  j["links"] = links;
+  return j;
+}
+
+Json FinalMetrics::to_json() const {
+  Json j = Json::object();
+  j["event"] = "final";
+  j["best_epoch"] = best_epoch;
+  j["best_val_acc"] = best_val;
+  j["test_acc_at_best_val"] = test_at_best_val;
+  j["total_s"] = total_s;
+  j["total_bytes_sent"] = total_bytes_sent;
+  j["feature_exchange_bytes"] = feature_exchange_bytes;
+  // Layer-0 halo features never change: they cross once, before epoch 0.
+  j["feature_exchange"] = "once, codec " + feature_exchange_codec;
+  return j;
+}
+
+}  // namespace halognn
