@@ -52,10 +52,10 @@ struct PartitionConfig {
   Method method = Method::metis;        ///< METIS k-way, or a balanced random assignment
   Objective objective = Objective::cut; ///< METIS objective: edge cut or communication volume
   std::uint64_t seed = 1;               ///< METIS_OPTION_SEED / random assignment seed
-  LocalOrder order;                     ///< numbering of each part's owned rows
+  LocalOrder order{};                   ///< numbering of each part's owned rows
   /// Semantic groups of every link, stored with the partition (--groups semantic).
   bool semantic_groups = false;
-  GroupingConfig grouping;
+  GroupingConfig grouping{};
 };
 
 /// "metis" / "random".
