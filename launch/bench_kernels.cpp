@@ -1,16 +1,25 @@
-// halognn-bench-kernels: memory bandwidth (STREAM triad) and SpMM / GEMM throughput of the CPU
-// reference kernels on the default graph.
+// halognn-bench-kernels: the machine's limits (STREAM triad bandwidth, peak flops) and every CPU
+// kernel of a training step timed against its roofline bound.
 //
-//   halognn-bench-kernels [--data DIR] [--nodes N --edges M] [--widths 16,128,256] [--reps 10]
-//                         [--triad-mib 256] [--json FILE]
+//   halognn-bench-kernels [--data DIR | --nodes N --edges M] [--widths 16,64,128,256,512]
+//                         [--hidden 256] [--classes 16] [--reps 10] [--triad-mib 256]
+//                         [--order blocks|rcm|none] [--order-block ROWS] [--isa ISA]
+//                         [--numerics fast|portable] [--limits-only] [--json FILE]
 //
-// Every figure is the best of --reps timed runs after one warm-up run (STREAM's convention).
-// Triad: a = b + s c over three float arrays, 12 bytes per element. SpMM: y = A x with the GCN
-// normalisation's values (A + I) and, separately, structure only (val == nullptr); GFLOP/s
-// counts 2 nnz F. Two rates bracket the memory traffic: "min GB/s" counts the compulsory bytes
-// (row_ptr, col, val, x read once, y written once), "gather GB/s" counts one x row per stored
-// entry as if no row were reused from cache (the upper bound the gathers can cost); compare both
-// with the triad. GEMM: x W for W F x F, 2 n F^2 flops.
+// Limits, measured by this program: triad a = b + s c over three float arrays (12 bytes per
+// element, STREAM's count) with all OpenMP threads and with one; peak flops from independent
+// fused multiply-adds of the widest vectors the CPU has (all threads and one).
+// Kernels: each row gives the time (best of --reps after a warm-up, STREAM's convention), the
+// compulsory bytes (every operand read once, every output written once; a read-modify-write
+// output counts twice) and flops, the roofline bound max(bytes / triad, flops / peak) with the
+// all-thread limits, and time / bound. SpMM rows add the "gather" rate: bytes as if every stored
+// entry fetched its whole x row from memory (no reuse), for comparison with earlier tables.
+// The graph is the default SBM (or --data), renumbered in the partitioner's locality order (one
+// part; --order), as halognn-partition would store it.
+//
+// Built with -DHALOGNN_BENCH_BASELINE against an older tree (no multi-versioned kernels, no
+// locality order, no fused kernels), the same program measures that tree's kernels on the graph
+// in generator order: the "before" column of docs/benchmarks.md.
 #include <omp.h>
 
 #include <algorithm>
@@ -18,9 +27,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
+#include <functional>
+#include <immintrin.h>
 #include <iostream>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +43,10 @@
 #include "core/json.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/rng.hpp"
+#ifndef HALOGNN_BENCH_BASELINE
+#include "core/kernels/cpu_isa.hpp"
+#include "partition/partition.hpp"
+#endif
 
 namespace po = boost::program_options;
 using namespace halognn;
@@ -60,46 +75,158 @@ double best_seconds(int reps, F&& f) {
   return best;
 }
 
-void fill_random(Matrix& m, std::uint64_t stream) {
+void fill_random(float* p, std::int64_t n, std::uint64_t stream, float lo = -0.5f) {
   const CounterRng rng({3, RngPurpose::test, stream, 0});
-  auto h = m.host();
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(h.size()); ++i) {
-    h[i] = rng.uniform(static_cast<std::uint64_t>(i), 0) - 0.5f;
-  }
+  for (std::int64_t i = 0; i < n; ++i) p[i] = rng.uniform(static_cast<std::uint64_t>(i), 0) + lo;
 }
 
-/// GCN-normalised A + I (values 1/sqrt((d_v+1)(d_u+1))) of the symmetric graph, 32-bit offsets.
-CsrMatrix gcn_operator(const GlobalGraph& g) {
+Matrix random_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t stream) {
+  Matrix m(rows, cols);
+  fill_random(m.data(), rows * cols, stream);
+  return m;
+}
+
+// ---- peak flops: independent multiply-add chains of the widest vectors -----------------------
+
+constexpr int kChains = 12;  // more than latency x pipes on current cores
+
+__attribute__((target("avx512f"))) double fma_chains_avx512(std::int64_t iters) {
+  __m512 acc[kChains];
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  for (std::int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, c);
+  }
+  float out[16];
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  _mm512_storeu_ps(out, s);
+  return out[0];
+}
+
+__attribute__((target("avx2,fma"))) double fma_chains_avx2(std::int64_t iters) {
+  __m256 acc[kChains];
+  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  for (std::int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, c);
+  }
+  float out[8];
+  __m256 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_ps(s, acc[i]);
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+
+double mul_add_chains_sse2(std::int64_t iters) {  // no FMA: a multiply and an add per step
+  __m128 acc[kChains];
+  const __m128 m = _mm_set1_ps(0.999999f), c = _mm_set1_ps(1e-7f);
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm_set1_ps(static_cast<float>(i));
+  for (std::int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm_add_ps(_mm_mul_ps(acc[i], m), c);
+  }
+  float out[4];
+  __m128 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm_add_ps(s, acc[i]);
+  _mm_storeu_ps(out, s);
+  return out[0];
+}
+
+/// Peak single-precision GFLOP/s with `threads` threads (2 flops per lane per step), and the
+/// vector set used.
+std::pair<double, std::string> peak_gflops(int threads, int reps) {
+  __builtin_cpu_init();
+  int lanes = 4;
+  std::string set = "sse2";
+  double (*fn)(std::int64_t) = mul_add_chains_sse2;
+  if (__builtin_cpu_supports("avx512f")) {
+    lanes = 16, set = "avx512", fn = fma_chains_avx512;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    lanes = 8, set = "avx2", fn = fma_chains_avx2;
+  }
+  const std::int64_t iters = 20'000'000;
+  double sink = 0;
+  const double t = best_seconds(reps, [&] {
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += fn(iters);
+  });
+  if (sink == 12345.678) std::printf(" ");  // keep the chains alive
+  return {2.0 * lanes * kChains * static_cast<double>(iters) * threads / t / 1e9, set};
+}
+
+double triad_gbs(std::int64_t n, int threads, int reps) {
+  std::vector<float> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size());
+  fill_random(b.data(), n, 1);
+  fill_random(c.data(), n, 2);
+  float* pa = a.data();
+  const float* pb = b.data();
+  const float* pc = c.data();
+  const float s = 3.0f;
+  const double t = best_seconds(reps, [&] {
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (std::int64_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
+  });
+  return 12.0 * static_cast<double>(n) / t / 1e9;
+}
+
+// ---- the graph --------------------------------------------------------------------------------
+
+/// The GCN operator D^-1/2 (A + I) D^-1/2 of the symmetric graph with vertex v renumbered
+/// new_id[v], 32-bit offsets.
+CsrMatrix gcn_operator(const GlobalGraph& g, const std::vector<std::int64_t>& new_id) {
   GNN_CHECK_CONFIG(g.num_directed_edges() + g.num_nodes < (std::int64_t{1} << 31),
                    "graph too large for 32-bit CSR offsets");
   const GlobalId n = g.num_nodes;
-  std::vector<std::int32_t> row_ptr{0};
-  std::vector<LocalId> col;
-  std::vector<float> val;
-  col.reserve(static_cast<std::size_t>(g.num_directed_edges() + n));
-  val.reserve(col.capacity());
-  for (GlobalId v = 0; v < n; ++v) {
+  std::vector<GlobalId> old_of(static_cast<std::size_t>(n));
+  for (GlobalId v = 0; v < n; ++v) old_of[new_id[v]] = v;
+  std::vector<std::int32_t> row_ptr(static_cast<std::size_t>(n) + 1, 0);
+  for (GlobalId i = 0; i < n; ++i) row_ptr[i + 1] = row_ptr[i] + static_cast<std::int32_t>(g.degree(old_of[i]) + 1);
+  std::vector<LocalId> col(static_cast<std::size_t>(row_ptr[n]));
+  std::vector<float> val(col.size());
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (GlobalId i = 0; i < n; ++i) {
+    const GlobalId v = old_of[i];
     const double dv = static_cast<double>(g.degree(v)) + 1.0;
-    bool diagonal = false;
+    std::vector<std::pair<LocalId, float>> row;
+    row.emplace_back(static_cast<LocalId>(i), static_cast<float>(1.0 / dv));
     for (EdgeOffset k = g.row_ptr[v]; k < g.row_ptr[v + 1]; ++k) {
       const GlobalId u = g.col[k];
-      if (!diagonal && u > v) {
-        col.push_back(static_cast<LocalId>(v));
-        val.push_back(static_cast<float>(1.0 / dv));
-        diagonal = true;
-      }
-      col.push_back(static_cast<LocalId>(u));
-      val.push_back(
-          static_cast<float>(1.0 / std::sqrt(dv * (static_cast<double>(g.degree(u)) + 1.0))));
+      row.emplace_back(static_cast<LocalId>(new_id[u]),
+                       static_cast<float>(1.0 / std::sqrt(dv * (static_cast<double>(g.degree(u)) + 1.0))));
     }
-    if (!diagonal) {
-      col.push_back(static_cast<LocalId>(v));
-      val.push_back(static_cast<float>(1.0 / dv));
+    std::sort(row.begin(), row.end());
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      col[row_ptr[i] + k] = row[k].first;
+      val[row_ptr[i] + k] = row[k].second;
     }
-    row_ptr.push_back(static_cast<std::int32_t>(col.size()));
   }
   return CsrMatrix(n, n, row_ptr, col, val);
+}
+
+/// The transpose of a's structure and, per transposed entry, its index in a.
+struct Transposed {
+  CsrMatrix t;
+  std::vector<std::int32_t> t_to_a;
+};
+
+Transposed transpose(const CsrMatrix& a) {
+  const CsrView v = a.view();
+  std::vector<std::int32_t> ptr(static_cast<std::size_t>(v.cols) + 1, 0), t_to_a(static_cast<std::size_t>(v.nnz));
+  for (std::int64_t k = 0; k < v.nnz; ++k) ++ptr[v.col[k] + 1];
+  for (std::int64_t c = 0; c < v.cols; ++c) ptr[c + 1] += ptr[c];
+  std::vector<std::int32_t> pos(ptr.begin(), ptr.end() - 1);
+  std::vector<LocalId> col(static_cast<std::size_t>(v.nnz));
+  for (std::int64_t i = 0; i < v.rows; ++i)
+    for (std::int32_t k = v.row_ptr[i]; k < v.row_ptr[i + 1]; ++k) {
+      const std::int32_t p = pos[v.col[k]]++;
+      col[p] = static_cast<LocalId>(i);
+      t_to_a[p] = k;
+    }
+  return {CsrMatrix(v.cols, v.rows, ptr, col, {}), std::move(t_to_a)};
 }
 
 std::string machine_line() {
@@ -114,8 +241,56 @@ std::string machine_line() {
   return cpu + ", " + std::to_string(omp_get_max_threads()) + " OpenMP threads";
 }
 
+// ---- the table --------------------------------------------------------------------------------
+
+struct Limits {
+  double triad = 0, peak = 0;  ///< all threads: GB/s, GFLOP/s
+};
+
+class Table {
+ public:
+  explicit Table(Limits lim) : lim_(lim) {
+    std::printf("%-34s %-22s %10s %10s %7s %9s %9s %9s\n", "kernel", "shape", "ms", "bound ms",
+                "ratio", "GB/s", "GFLOP/s", "gather");
+  }
+  /// One kernel: its time, compulsory bytes and flops, and (SpMM) its no-reuse gather bytes.
+  void add(const std::string& kernel, const std::string& shape, double t, double bytes,
+           double flops, double gather_bytes = 0) {
+    const double bound = std::max(bytes / (lim_.triad * 1e9), flops / (lim_.peak * 1e9));
+    std::printf("%-34s %-22s %10.3f %10.3f %7.2f %9.1f %9.1f", kernel.c_str(), shape.c_str(),
+                t * 1e3, bound * 1e3, t / bound, bytes / t / 1e9, flops / t / 1e9);
+    if (gather_bytes > 0)
+      std::printf(" %9.1f", gather_bytes / t / 1e9);
+    std::printf("\n");
+    std::fflush(stdout);
+    Json r = Json::object();
+    r["kernel"] = kernel;
+    r["shape"] = shape;
+    r["ms"] = t * 1e3;
+    r["bytes"] = bytes;
+    r["flops"] = flops;
+    r["bound_ms"] = bound * 1e3;
+    r["ratio"] = t / bound;
+    if (gather_bytes > 0) r["gather_gb_per_s"] = gather_bytes / t / 1e9;
+    rows_.push_back(r);
+  }
+  Json rows() const { return rows_; }
+
+ private:
+  Limits lim_;
+  Json rows_ = Json::array();
+};
+
+std::string dims(std::int64_t a, std::int64_t b) {
+  return std::to_string(a) + "x" + std::to_string(b);
+}
+
 int run(int argc, char** argv) {
-  std::string data_dir, widths_arg = "16,128,256", json_path;
+  std::string data_dir, widths_arg = "16,64,128,256,512", json_path;
+  // Options of the current tree only (see HALOGNN_BENCH_BASELINE).
+  [[maybe_unused]] std::string order = "blocks", isa, numerics = "fast";
+  [[maybe_unused]] std::int64_t order_block = 1024;
+  std::int64_t hidden = 256, classes = 16;
   SbmConfig sbm;
   int reps = 10;
   std::int64_t triad_mib = 256;
@@ -124,9 +299,21 @@ int run(int argc, char** argv) {
       "data", po::value(&data_dir), "dataset directory (default: the generated SBM graph)")(
       "nodes", po::value(&sbm.num_nodes)->default_value(sbm.num_nodes), "SBM nodes")(
       "edges", po::value(&sbm.num_edges)->default_value(sbm.num_edges), "SBM undirected edges")(
-      "widths", po::value(&widths_arg)->default_value(widths_arg), "feature widths F")(
+      "widths", po::value(&widths_arg)->default_value(widths_arg),
+      "feature widths F of the SpMM and GEMM rows")(
+      "hidden", po::value(&hidden)->default_value(hidden),
+      "width of the elementwise and GAT rows (the layers' hidden width)")(
+      "classes", po::value(&classes)->default_value(classes), "output width of the classifier GEMMs")(
       "reps", po::value(&reps)->default_value(reps), "timed runs per figure (best is kept)")(
-      "triad-mib", po::value(&triad_mib)->default_value(triad_mib), "MiB per triad array")(
+      "triad-mib", po::value(&triad_mib)->default_value(triad_mib), "MiB per triad array")
+#ifndef HALOGNN_BENCH_BASELINE
+      ("order", po::value(&order)->default_value(order),
+       "renumber the graph as the partitioner would: blocks | rcm | none")(
+      "order-block", po::value(&order_block)->default_value(order_block), "rows per block")(
+      "isa", po::value(&isa), "cap the kernels' instruction set: sse2 | avx2 | avx512")(
+      "numerics", po::value(&numerics)->default_value(numerics), "fast | portable")
+#endif
+      ("limits-only", "measure the triad and peak flops only")(
       "json", po::value(&json_path), "also write the results as JSON to this file");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -136,88 +323,285 @@ int run(int argc, char** argv) {
     return 0;
   }
   GNN_CHECK_CONFIG(reps > 0 && triad_mib > 0, "--reps and --triad-mib must be positive");
+  GNN_CHECK_CONFIG(hidden > 0 && classes > 0, "--hidden and --classes must be positive");
+  const std::vector<std::int64_t> widths = split_ints(widths_arg);
+  for (const std::int64_t f : widths) GNN_CHECK_CONFIG(f > 0, "--widths must be positive");
+  std::string kernel_set = "reference kernels of the base tree";
+#ifndef HALOGNN_BENCH_BASELINE
+  kernels::set_cpu_numerics(kernels::parse_cpu_numerics(numerics));
+  if (!isa.empty()) kernels::set_cpu_isa_limit(kernels::parse_cpu_isa(isa));
+  kernel_set = std::string("kernels ") + kernels::to_string(kernels::cpu_isa()) + ", numerics " +
+               kernels::to_string(kernels::cpu_numerics());
+#endif
   const Device& dev = *cpu_device();
   Json results = Json::object();
   results["machine"] = machine_line();
-  std::printf("# %s; best of %d runs\n", machine_line().c_str(), reps);
+  results["kernels"] = kernel_set;
+  const int threads = omp_get_max_threads();
+  std::printf("# %s; %s; best of %d runs\n", machine_line().c_str(), kernel_set.c_str(), reps);
 
-  // STREAM triad.
-  {
-    const std::int64_t n = triad_mib * (1 << 20) / 4;
-    Matrix a(1, n), b(1, n), c(1, n);
-    fill_random(b, 1);
-    fill_random(c, 2);
-    float* pa = a.data();
-    const float* pb = b.data();
-    const float* pc = c.data();
-    const float s = 3.0f;
-    const double t = best_seconds(reps, [&] {
-#pragma omp parallel for simd schedule(static)
-      for (std::int64_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
-    });
-    const double gbs = 12.0 * static_cast<double>(n) / t / 1e9;
-    std::printf("triad: %lld MiB per array, %.2f ms, %.1f GB/s\n",
-                static_cast<long long>(triad_mib), t * 1e3, gbs);
-    results["triad_gb_per_s"] = gbs;
+  // The machine's limits.
+  const std::int64_t triad_n = triad_mib * (1 << 20) / 4;
+  Limits lim;
+  lim.triad = triad_gbs(triad_n, threads, reps);
+  const double triad_one = triad_gbs(triad_n, 1, reps);
+  const auto [peak_all, peak_set] = peak_gflops(threads, reps);
+  const double peak_one = peak_gflops(1, reps).first;
+  lim.peak = peak_all;
+  std::printf("triad: %.1f GB/s (%d threads), %.1f GB/s (1 thread); %lld MiB per array\n",
+              lim.triad, threads, triad_one, static_cast<long long>(triad_mib));
+  std::printf("peak: %.1f GFLOP/s (%d threads), %.1f GFLOP/s (1 thread); %s multiply-add chains\n",
+              peak_all, threads, peak_one, peak_set.c_str());
+  results["triad_gb_per_s"] = lim.triad;
+  results["triad_1thread_gb_per_s"] = triad_one;
+  results["peak_gflop_per_s"] = peak_all;
+  results["peak_1thread_gflop_per_s"] = peak_one;
+  results["peak_vector_set"] = peak_set;
+  results["threads"] = threads;
+  if (vm.count("limits-only")) {
+    if (!json_path.empty()) write_file_atomic(json_path, dump_json(results) + "\n");
+    return 0;
   }
 
-  // The graph.
+  // The graph, in the partitioner's locality order.
   Dataset ds = data_dir.empty() ? generate_sbm(sbm) : read_dataset(data_dir);
   const GlobalGraph graph = build_symmetric_graph(ds.num_nodes, ds.edge_src, ds.edge_dst);
-  const CsrMatrix a = gcn_operator(graph);
+  std::vector<std::int64_t> new_id(static_cast<std::size_t>(graph.num_nodes));
+  std::iota(new_id.begin(), new_id.end(), 0);
+  std::string order_used = "generator order";
+#ifndef HALOGNN_BENCH_BASELINE
+  {
+    LocalOrder lo;
+    lo.kind = parse_local_order(order);
+    lo.block_rows = order_block;
+    std::vector<std::int64_t> row_ptr(graph.row_ptr.begin(), graph.row_ptr.end());
+    std::vector<std::int32_t> col(graph.col.begin(), graph.col.end());
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<std::int32_t> perm = locality_order(graph.num_nodes, row_ptr, col, lo);
+    for (std::int64_t i = 0; i < graph.num_nodes; ++i) new_id[perm[i]] = i;
+    order_used = "order " + to_string(lo.kind) +
+                 (lo.kind == LocalOrder::Kind::blocks ? " (" + std::to_string(order_block) + " rows)"
+                                                      : std::string()) +
+                 ", " +
+                 std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                                    .count())
+                     .substr(0, 4) +
+                 " s";
+  }
+#endif
+  const CsrMatrix a = gcn_operator(graph, new_id);
   const std::int64_t n = a.rows(), nnz = a.nnz();
   const std::string source = !data_dir.empty() ? data_dir
                              : vm["nodes"].defaulted() && vm["edges"].defaulted()
                                  ? std::string("generate_sbm(SbmConfig{})")
                                  : "generate_sbm(num_nodes=" + std::to_string(sbm.num_nodes) +
                                        ", num_edges=" + std::to_string(sbm.num_edges) + ")";
-  std::printf("graph: %s, %lld nodes, %lld stored entries of A + I\n", source.c_str(),
-              static_cast<long long>(n), static_cast<long long>(nnz));
+  std::printf("graph: %s, %lld nodes, %lld stored entries of A + I, %s\n", source.c_str(),
+              static_cast<long long>(n), static_cast<long long>(nnz), order_used.c_str());
   results["graph"] = source;
+  results["graph_order"] = order_used;
   results["graph_nodes"] = static_cast<double>(n);
   results["graph_nnz"] = static_cast<double>(nnz);
 
-  std::printf("%-22s %5s %10s %10s %10s %12s\n", "kernel", "F", "ms", "GFLOP/s", "min GB/s",
-              "gather GB/s");
-  Json rows = Json::array();
-  auto report = [&](const char* kernel, std::int64_t f, double t, double flops, double bytes,
-                    double gather_bytes) {
-    std::printf("%-22s %5lld %10.2f %10.2f %10.1f %12.1f\n", kernel, static_cast<long long>(f),
-                t * 1e3, flops / t / 1e9, bytes / t / 1e9, gather_bytes / t / 1e9);
-    Json r = Json::object();
-    r["kernel"] = kernel;
-    r["F"] = static_cast<double>(f);
-    r["ms"] = t * 1e3;
-    r["gflop_per_s"] = flops / t / 1e9;
-    r["min_gb_per_s"] = bytes / t / 1e9;
-    r["gather_gb_per_s"] = gather_bytes / t / 1e9;
-    rows.push_back(r);
-  };
-  for (const std::int64_t f : split_ints(widths_arg)) {
-    GNN_CHECK_CONFIG(f > 0, "widths must be positive");
-    Matrix x(n, f), y(n, f);
-    fill_random(x, 3);
-    const double dense_bytes = 2.0 * static_cast<double>(n * f) * 4.0;  // x once, y once
-    const double csr_bytes = 4.0 * static_cast<double>(n + 1 + nnz);
-    const double t_val =
-        best_seconds(reps, [&] { kernels::spmm(dev, a.view(), x.view(), 0.0f, y.view()); });
-    const double gathers = 4.0 * static_cast<double>(nnz * f) - 4.0 * static_cast<double>(n * f);
-    report("spmm (values)", f, t_val, 2.0 * nnz * f, csr_bytes + 4.0 * nnz + dense_bytes,
-           csr_bytes + 4.0 * nnz + dense_bytes + gathers);
-    CsrView structure = a.view();
-    structure.val = nullptr;
-    const double t_str =
-        best_seconds(reps, [&] { kernels::spmm(dev, structure, x.view(), 0.0f, y.view()); });
-    report("spmm (structure only)", f, t_str, 2.0 * nnz * f, csr_bytes + dense_bytes,
-           csr_bytes + dense_bytes + gathers);
-    Matrix w(f, f);
-    fill_random(w, 4);
-    const double t_gemm = best_seconds(
-        reps, [&] { kernels::gemm(dev, false, false, 1.0f, x.view(), w.view(), 0.0f, y.view()); });
-    report("gemm n x F . F x F", f, t_gemm, 2.0 * n * f * f, dense_bytes + 4.0 * f * f,
-           dense_bytes + 4.0 * f * f);
+  Table table(lim);
+  const double structure = 4.0 * static_cast<double>(n + 1) + 4.0 * static_cast<double>(nnz);
+  const double values = 4.0 * static_cast<double>(nnz);
+  CsrView pattern = a.view();
+  pattern.val = nullptr;
+
+  // Sparse products at every width.
+  for (const std::int64_t f : widths) {
+    const Matrix x = random_matrix(n, f, 3), b = random_matrix(1, f, 4);
+    Matrix y(n, f);
+    const double dense = 8.0 * static_cast<double>(n * f);  // x once, y once
+    const double flops = 2.0 * static_cast<double>(nnz * f);
+    const double gather = 4.0 * static_cast<double>(nnz - n) * static_cast<double>(f);
+    const std::string shape = "F=" + std::to_string(f);
+    table.add("spmm (values)", shape,
+              best_seconds(reps, [&] { kernels::spmm(dev, a.view(), x.view(), 0.0f, y.view()); }),
+              structure + values + dense, flops, structure + values + dense + gather);
+    table.add("spmm (structure only)", shape,
+              best_seconds(reps, [&] { kernels::spmm(dev, pattern, x.view(), 0.0f, y.view()); }),
+              structure + dense, flops, structure + dense + gather);
+    table.add("spmm_transpose (values)", shape,
+              best_seconds(reps, [&] {
+                kernels::spmm_transpose(dev, a.view(), x.view(), 0.0f, y.view());
+              }),
+              structure + values + dense, flops, structure + values + dense + gather);
+#ifndef HALOGNN_BENCH_BASELINE
+    table.add("spmm_bias", shape,
+              best_seconds(reps, [&] {
+                kernels::spmm_bias(dev, a.view(), x.view(), b.data(), y.view());
+              }),
+              structure + values + dense + 4.0 * f, flops + static_cast<double>(n * f));
+#endif
   }
-  results["kernels"] = rows;
+
+  // Dense products: the layers' shapes at every width (x W forward, xᵀ gy weight gradient,
+  // gy Wᵀ input gradient) and the classifier's (F = hidden -> classes).
+  auto gemm_row = [&](const char* what, bool ta, bool tb, std::int64_t m, std::int64_t k,
+                      std::int64_t nn) {
+    const Matrix am = ta ? random_matrix(k, m, 5) : random_matrix(m, k, 5);
+    const Matrix bm = tb ? random_matrix(nn, k, 6) : random_matrix(k, nn, 6);
+    Matrix y = random_matrix(m, nn, 7);
+    const float beta = ta ? 1.0f : 0.0f;  // weight gradients accumulate
+    const double t = best_seconds(reps, [&] {
+      kernels::gemm(dev, ta, tb, 1.0f, am.view(), bm.view(), beta, y.view());
+    });
+    const double bytes = 4.0 * static_cast<double>(m * k + k * nn + m * nn * (beta != 0 ? 2 : 1));
+    table.add(what, dims(m, k) + "*" + dims(k, nn), t, bytes, 2.0 * static_cast<double>(m * k * nn));
+  };
+  for (const std::int64_t f : widths) {
+    gemm_row("gemm x W", false, false, n, f, f);
+    gemm_row("gemm x^T gy (weight gradient)", true, false, f, n, f);
+    gemm_row("gemm gy W^T (input gradient)", false, true, n, f, f);
+  }
+  gemm_row("gemm x W (classifier)", false, false, n, hidden, classes);
+  gemm_row("gemm x^T gy (classifier)", true, false, hidden, n, classes);
+  gemm_row("gemm gy W^T (classifier)", false, true, n, classes, hidden);
+#ifndef HALOGNN_BENCH_BASELINE
+  {
+    // SAGE: y = x_own W_self + h W_neigh + b in one pass; GCN: dW, db from one pass over gy.
+    const std::int64_t f = hidden;
+    const Matrix x1 = random_matrix(n, f, 8), x2 = random_matrix(n, f, 9);
+    const Matrix w1 = random_matrix(f, f, 10), w2 = random_matrix(f, f, 11), b = random_matrix(1, f, 12);
+    Matrix y(n, f), gw(f, f), gb(1, f);
+    table.add("linear (2 products + bias)", dims(n, 2 * f) + "*" + dims(2 * f, f),
+              best_seconds(reps, [&] {
+                kernels::linear(dev, x1.view(), w1.view(), x2.view(), w2.view(), b.data(), y.view());
+              }),
+              4.0 * static_cast<double>(2 * n * f + 2 * f * f + n * f + f),
+              4.0 * static_cast<double>(n * f * f) + static_cast<double>(n * f));
+    table.add("linear_grad (weight + bias grad)", dims(f, n) + "*" + dims(n, f),
+              best_seconds(reps, [&] {
+                kernels::linear_grad(dev, x1.view(), x2.view(), gw.view(), gb.data());
+              }),
+              4.0 * static_cast<double>(2 * n * f + 2 * f * f + 2 * f),
+              2.0 * static_cast<double>(n * f * f) + static_cast<double>(n * f));
+  }
+#endif
+
+  // Elementwise, row movement, loss and optimiser kernels at the hidden width.
+  {
+    const std::int64_t f = hidden, elems = n * f;
+    const double e4 = 4.0 * static_cast<double>(elems);
+    Matrix x = random_matrix(n, f, 13), y = random_matrix(n, f, 14), z(n, f);
+    const Matrix b = random_matrix(1, f, 15);
+    std::vector<GlobalId> ids(static_cast<std::size_t>(n));
+    std::iota(ids.begin(), ids.end(), GlobalId{0});
+    const std::string shape = dims(n, f);
+    table.add("copy", shape, best_seconds(reps, [&] { kernels::copy(dev, x.view(), z.view()); }),
+              2 * e4, 0);
+    table.add("fill", shape, best_seconds(reps, [&] { kernels::fill(dev, z.view(), 0.5f); }), e4,
+              0);
+    table.add("axpy", shape,
+              best_seconds(reps, [&] { kernels::axpy(dev, 1e-3f, x.view(), z.view()); }), 3 * e4,
+              2.0 * static_cast<double>(elems));
+    table.add("relu_forward (in place)", shape,
+              best_seconds(reps, [&] { kernels::relu_forward(dev, z.view(), z.view()); }), 2 * e4,
+              static_cast<double>(elems));
+    table.add("relu_backward (in place)", shape,
+              best_seconds(reps, [&] { kernels::relu_backward(dev, x.view(), z.view(), z.view()); }),
+              3 * e4, static_cast<double>(elems));
+    const RngKey key{1, RngPurpose::dropout, 0, 1};
+    table.add("dropout_forward", shape,
+              best_seconds(reps, [&] {
+                kernels::dropout_forward(dev, key, ids.data(), 0.5f, x.view(), z.view());
+              }),
+              2 * e4 + 8.0 * n, static_cast<double>(elems));
+    table.add("dropout_backward (in place)", shape,
+              best_seconds(reps, [&] {
+                kernels::dropout_backward(dev, key, ids.data(), 0.5f, z.view(), z.view());
+              }),
+              2 * e4 + 8.0 * n, static_cast<double>(elems));
+    table.add("add_row_vector", shape,
+              best_seconds(reps, [&] { kernels::add_row_vector(dev, b.data(), z.view()); }),
+              2 * e4 + 4.0 * f, static_cast<double>(elems));
+    std::vector<float> colsum(static_cast<std::size_t>(f));
+    table.add("column_sum", shape,
+              best_seconds(reps, [&] { kernels::column_sum(dev, y.view(), 1.0f, colsum.data()); }),
+              e4, static_cast<double>(elems));
+    // A halo-sized gather (a quarter of the rows, scattered) and the scatter-add back.
+    std::vector<LocalId> rows(static_cast<std::size_t>(n / 4));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<LocalId>(i * 4 + (i % 3));
+    Matrix packed(static_cast<std::int64_t>(rows.size()), f);
+    const double moved = 4.0 * static_cast<double>(rows.size()) * static_cast<double>(f);
+    table.add("gather_rows (n/4 rows)", dims(static_cast<std::int64_t>(rows.size()), f),
+              best_seconds(reps, [&] {
+                kernels::gather_rows(dev, x.view(), rows.data(), packed.view());
+              }),
+              2 * moved + 4.0 * static_cast<double>(rows.size()), 0);
+    table.add("scatter_add_rows (n/4 rows)", dims(static_cast<std::int64_t>(rows.size()), f),
+              best_seconds(reps, [&] {
+                kernels::scatter_add_rows(dev, packed.view(), rows.data(), z.view());
+              }),
+              3 * moved + 4.0 * static_cast<double>(rows.size()), moved / 4);
+    // Loss over all rows at the classifier width.
+    const Matrix logits = random_matrix(n, classes, 16);
+    Matrix glogits(n, classes);
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) labels[i] = static_cast<std::int32_t>(i % classes);
+    const double lbytes = 8.0 * static_cast<double>(n * classes) + 4.0 * static_cast<double>(n);
+    table.add("softmax_cross_entropy", dims(n, classes),
+              best_seconds(reps, [&] {
+                kernels::softmax_cross_entropy(dev, logits.view(), labels.data(), nullptr, 1e-5f,
+                                               glogits.view());
+              }),
+              lbytes, 5.0 * static_cast<double>(n * classes));
+    // Adam over the parameters of a 3 x hidden model: about 2 hidden^2 + hidden x features.
+    const std::int64_t params = 3 * f * f;
+    Matrix w = random_matrix(1, params, 17), g = random_matrix(1, params, 18), m(1, params),
+           v(1, params);
+    kernels::AdamParams ap;
+    std::int64_t step = 0;
+    table.add("adam_step", std::to_string(params) + " params",
+              best_seconds(reps, [&] {
+                kernels::adam_step(dev, params, w.data(), g.data(), m.data(), v.data(), ap, ++step);
+              }),
+              28.0 * static_cast<double>(params), 12.0 * static_cast<double>(params));
+  }
+
+  // Graph attention at the hidden width, one head (3 x 256 GAT of the epoch table).
+  {
+    const std::int64_t f = hidden;
+    const Transposed at = transpose(a);
+    const Matrix z = random_matrix(n, f, 19), gy = random_matrix(n, f, 20);
+    const Matrix att = random_matrix(1, f, 21);
+    Matrix s_dst(n, 1), s_src(n, 1), y(n, f), gz(n, f), gs_dst(n, 1), gs_src(n, 1), ga(1, f);
+    std::vector<float> alpha(static_cast<std::size_t>(nnz)), edge_grad(alpha.size());
+    const double zf = 4.0 * static_cast<double>(n * f);
+    const double shape_bytes = structure;  // row_ptr + col (multiplicities are ones)
+    table.add("head_dot", dims(n, f),
+              best_seconds(reps, [&] {
+                kernels::head_dot(dev, z.view(), att.data(), 1, s_src.data());
+              }),
+              zf + 4.0 * n, 2.0 * static_cast<double>(n * f));
+    kernels::head_dot(dev, z.view(), att.data(), 1, s_dst.data());
+    table.add("gat_aggregate", "F=" + std::to_string(f),
+              best_seconds(reps, [&] {
+                kernels::gat_aggregate(dev, pattern, z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
+                                       alpha.data(), y.view());
+              }),
+              shape_bytes + 2 * zf + 8.0 * n + 4.0 * static_cast<double>(nnz),
+              2.0 * static_cast<double>(nnz * f) + 6.0 * static_cast<double>(nnz));
+    table.add("gat_aggregate_backward", "F=" + std::to_string(f),
+              best_seconds(reps, [&] {
+                kernels::gat_aggregate_backward(dev, pattern, at.t.view(), at.t_to_a.data(),
+                                                z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
+                                                alpha.data(), gy.view(), edge_grad.data(),
+                                                gs_dst.data(), gs_src.data(), gz.view());
+              }),
+              2 * shape_bytes + 4.0 * static_cast<double>(nnz) + 3 * zf + 16.0 * n +
+                  8.0 * static_cast<double>(nnz),
+              4.0 * static_cast<double>(nnz * f) + 8.0 * static_cast<double>(nnz));
+    table.add("head_dot_backward", dims(n, f),
+              best_seconds(reps, [&] {
+                kernels::head_dot_backward(dev, z.view(), att.data(), 1, gs_src.data(), gz.view(),
+                                           ga.data());
+              }),
+              3 * zf + 4.0 * n, 4.0 * static_cast<double>(n * f));
+  }
+  results["rows"] = table.rows();
   if (!json_path.empty()) write_file_atomic(json_path, dump_json(results) + "\n");
   return 0;
 }

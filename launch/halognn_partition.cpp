@@ -1,7 +1,8 @@
 // halognn-partition: split a dataset directory into a partition directory (one file per rank).
 //
 //   halognn-partition --data DIR --parts K --out DIR [--method metis|random]
-//                     [--objective cut|vol] [--seed S] [--metis-graph FILE]
+//                     [--objective cut|vol] [--seed S] [--order blocks|rcm|none]
+//                     [--order-block ROWS] [--metis-graph FILE]
 //                     [--groups semantic [--groups-per-link K] [--drop-o2o]]
 //
 // Prints the partition report as a table. Errors: one line "halognn-partition: <message>" on
@@ -48,7 +49,11 @@ void print_report(const Dataset& ds, const PartitionConfig& cfg, const Partition
               r.num_parts, r.num_parts == 1 ? "" : "s", to_string(cfg.method).c_str());
   if (cfg.method == PartitionConfig::Method::metis && cfg.parts > 1)
     std::printf("/%s", to_string(cfg.objective).c_str());
-  std::printf(", seed %llu\n", static_cast<unsigned long long>(cfg.seed));
+  std::printf(", seed %llu, order %s", static_cast<unsigned long long>(cfg.seed),
+              to_string(cfg.order.kind).c_str());
+  if (cfg.order.kind == LocalOrder::Kind::blocks)
+    std::printf(" (%lld rows)", static_cast<long long>(cfg.order.block_rows));
+  std::printf("\n");
   const double cut_pct = r.num_edges > 0 ? 100.0 * r.edge_cut / r.num_edges : 0.0;
   std::printf("edge cut %lld (%.2f%% of edges), communication volume %lld rows per exchange, "
               "imbalance %.3f\n",
@@ -105,7 +110,9 @@ void print_groups(const PartitionReport& r) {
 }
 
 int run(int argc, char** argv) {
-  std::string data, out, method = "metis", objective = "cut", metis_graph, groups = "none";
+  std::string data, out, method = "metis", objective = "cut", order = "blocks", metis_graph,
+      groups = "none";
+  std::int64_t order_block = LocalOrder{}.block_rows;
   int parts = 0, groups_per_link = 0;
   bool drop_o2o = false;
   std::uint64_t seed = 1;
@@ -123,6 +130,11 @@ int run(int argc, char** argv) {
       ("objective", po::value(&objective)->default_value(objective),
        "METIS objective: cut (edge cut) | vol (communication volume)")
       ("seed", po::value(&seed)->default_value(seed), "seed of METIS / the random assignment")
+      ("order", po::value(&order)->default_value(order),
+       "numbering of each part's owned rows: blocks (METIS blocks of --order-block rows) | rcm "
+       "(reverse Cuthill-McKee) | none (ascending global id)")
+      ("order-block", po::value(&order_block)->default_value(order_block),
+       "rows per locality block (--order blocks)")
       ("metis-graph", po::value(&metis_graph),
        "also write the symmetric graph to this file in METIS format (for gpmetis)")
       ("groups", po::value(&groups)->default_value(groups),
@@ -146,6 +158,10 @@ int run(int argc, char** argv) {
   cfg.method = parse_partition_method(method);
   cfg.objective = parse_partition_objective(objective);
   cfg.seed = seed;
+  cfg.order.kind = parse_local_order(order);
+  GNN_CHECK_CONFIG(order_block >= 1, "--order-block must be at least 1 (got ", order_block, ")");
+  cfg.order.block_rows = order_block;
+  cfg.order.seed = seed;
   GNN_CHECK_CONFIG(parts >= 1, "--parts must be at least 1 (got ", parts, ")");
   GNN_CHECK_CONFIG(groups == "none" || groups == "semantic", "unknown --groups '", groups,
                    "' (choose from: none, semantic)");

@@ -21,6 +21,7 @@
 #include "core/device.hpp"
 #include "core/error.hpp"
 #include "core/json.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "partition/partition_io.hpp"
 #include "training/checkpoint.hpp"
 #include "training/memory_estimate.hpp"
@@ -251,11 +252,15 @@ int main(int argc, char** argv) {
     if (rank == 0 && !cfg.quiet)
       std::cout << "halognn-train: " << size << " rank(s), model " << to_string(cfg.model)
                 << ", device " << dev->name() << ", partition " << cfg.partition_dir
-                << ", exchange " << to_string(cfg.exchange)
+                << ", exchange " << to_string(cfg.exchange) << ", numerics "
+                << kernels::to_string(cfg.numerics) << " ("
+                << kernels::to_string(kernels::cpu_isa()) << ")"
                 << (cfg.emulate_link.empty()
                         ? std::string()
                         : ", EMULATED link " + cfg.emulate_link + " (Gb/s[,us])")
                 << "\n";
+    // Kernel numerics are process-wide (core/kernels/cpu_isa.hpp).
+    kernels::set_cpu_numerics(cfg.numerics);
     std::unique_ptr<Trainer> trainer;
     startup_step([&] {
       trainer = std::make_unique<Trainer>(cfg, std::move(part), *transport, dev);

@@ -51,44 +51,47 @@ class GcnLayer final : public Layer {
     // A sparse input always transforms first: Â x would be a dense in_dim-wide matrix.
     used_sparse_ = sparse_x_.has_value();
     if (used_sparse_) check_sparse_input("gcn", g, *sparse_x_, cfg_.in_dim);
+    const float* bias = cfg_.bias ? bias_.value.data() : nullptr;
     if (aggregate_first_ && !used_sparse_) {
+      // y = (Â x) W + b, the bias added as the product is stored.
       Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // Â x, kept for dW
       kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
-      kernels::gemm(dev, false, false, 1.0f, h.view(), weight_.value.view(), 0.0f, y);
+      kernels::linear(dev, h.view(), weight_.value.view(), {}, {}, bias, y);
     } else {
+      // y = Â (x W) + b, the bias added as the aggregation is stored.
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
       if (used_sparse_) {
         x_csr_ = *sparse_x_;
         kernels::spmm(dev, x_csr_, weight_.value.view(), 0.0f, t.view());
       } else {
         x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
-        kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, t.view());
+        kernels::linear(dev, x, weight_.value.view(), {}, {}, nullptr, t.view());
       }
-      kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
+      kernels::spmm_bias(dev, op_.a.view(), t.view(), bias, y);
     }
-    if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
   }
 
   void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     check_backward_shapes("gcn", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
     const Device& dev = *dev_;
-    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
+    float* gb = cfg_.bias ? bias_.grad.data() : nullptr;
     if (aggregate_first_ && !used_sparse_) {
-      // y = H W: dW += Hᵀ gy; dH = gy Wᵀ; dx = Âᵀ dH.
-      kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gy, 1.0f, weight_.grad.view());
+      // y = H W + b: dW += Hᵀ gy and db += Σ gy in one pass over gy; dH = gy Wᵀ; dx = Âᵀ dH.
+      kernels::linear_grad(dev, saved_h_.view(), gy, weight_.grad.view(), gb);
       if (gx.data == nullptr) return;
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
       kernels::spmm(dev, op_.a_t.view(), gh.view(), 0.0f, gx);
       return;
     }
-    // y = Â T, T = x W: dT = Âᵀ gy; dW += xᵀ dT; dx = dT Wᵀ.
+    // y = Â T + b, T = x W: db += Σ gy; dT = Âᵀ gy; dW += xᵀ dT; dx = dT Wᵀ.
+    if (gb) kernels::column_sum(dev, gy, 1.0f, gb);
     Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
     kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
     if (used_sparse_) {
       kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight_.grad.view());
     } else {
-      kernels::gemm(dev, true, false, 1.0f, x_, gt.view(), 1.0f, weight_.grad.view());
+      kernels::linear_grad(dev, x_, gt.view(), weight_.grad.view(), nullptr);
     }
     if (gx.data == nullptr) return;
     kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_.value.view(), 0.0f, gx);

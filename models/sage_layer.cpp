@@ -45,44 +45,48 @@ class SageLayer final : public Layer {
     const Device& dev = *dev_;
     // A sparse input always transforms first: the neighbour mean of x would be dense, in_dim wide.
     used_sparse_ = sparse_x_.has_value();
+    const float* bias = cfg_.bias ? bias_.value.data() : nullptr;
     if (used_sparse_) {
+      // y = x_own W_self + b, then y += A (x W_neigh).
       check_sparse_input("sage", g, *sparse_x_, cfg_.in_dim);
       x_csr_ = *sparse_x_;
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
       kernels::spmm(dev, x_csr_, weight_neigh_.value.view(), 0.0f, t.view());
-      kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
       x_own_csr_ = csr_top_rows(dev, x_csr_, g.num_owned);
-      kernels::spmm(dev, x_own_csr_, weight_self_.value.view(), 1.0f, y);
+      kernels::spmm_bias(dev, x_own_csr_, weight_self_.value.view(), bias, y);
+      kernels::spmm(dev, op_.a.view(), t.view(), 1.0f, y);
     } else {
       x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
       const ConstDenseView x_own = x.rows_range(0, g.num_owned);
       if (aggregate_first_) {
-        Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // mean of neighbours
+        // y = x_own W_self + h W_neigh + b in one pass over y (h = mean of neighbours).
+        Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);
         kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
-        kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 0.0f, y);
-        kernels::gemm(dev, false, false, 1.0f, h.view(), weight_neigh_.value.view(), 1.0f, y);
+        kernels::linear(dev, x_own, weight_self_.value.view(), h.view(),
+                        weight_neigh_.value.view(), bias, y);
       } else {
+        // y = x_own W_self + b, then y += A (x W_neigh).
         Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-        kernels::gemm(dev, false, false, 1.0f, x, weight_neigh_.value.view(), 0.0f, t.view());
-        kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, y);
-        kernels::gemm(dev, false, false, 1.0f, x_own, weight_self_.value.view(), 1.0f, y);
+        kernels::linear(dev, x, weight_neigh_.value.view(), {}, {}, nullptr, t.view());
+        kernels::linear(dev, x_own, weight_self_.value.view(), {}, {}, bias, y);
+        kernels::spmm(dev, op_.a.view(), t.view(), 1.0f, y);
       }
     }
-    if (cfg_.bias) kernels::add_row_vector(dev, bias_.value.data(), y);
   }
 
   void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     check_backward_shapes("sage", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
     const Device& dev = *dev_;
-    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias_.grad.data());
+    float* gb = cfg_.bias ? bias_.grad.data() : nullptr;
     if (used_sparse_) {
       kernels::spmm_transpose(dev, x_own_csr_, gy, 1.0f, weight_self_.grad.view());
+      if (gb) kernels::column_sum(dev, gy, 1.0f, gb);
     } else {
-      kernels::gemm(dev, true, false, 1.0f, x_.rows_range(0, g.num_owned), gy, 1.0f,
-                    weight_self_.grad.view());
+      // dW_self += x_ownᵀ gy and db += Σ gy in one pass over gy.
+      kernels::linear_grad(dev, x_.rows_range(0, g.num_owned), gy, weight_self_.grad.view(), gb);
     }
     if (aggregate_first_ && !used_sparse_) {
-      kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gy, 1.0f, weight_neigh_.grad.view());
+      kernels::linear_grad(dev, saved_h_.view(), gy, weight_neigh_.grad.view(), nullptr);
       if (gx.data == nullptr) return;
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gy, weight_neigh_.value.view(), 0.0f, gh.view());
@@ -93,7 +97,7 @@ class SageLayer final : public Layer {
       if (used_sparse_) {
         kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight_neigh_.grad.view());
       } else {
-        kernels::gemm(dev, true, false, 1.0f, x_, gt.view(), 1.0f, weight_neigh_.grad.view());
+        kernels::linear_grad(dev, x_, gt.view(), weight_neigh_.grad.view(), nullptr);
       }
       if (gx.data == nullptr) return;
       kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_neigh_.value.view(), 0.0f, gx);

@@ -4,6 +4,8 @@
 // neighbour in p; the same list, in ascending global id, is what q sends p. One pass over the
 // vertices in ascending id therefore yields every halo group already sorted, and the send plans
 // are the halo groups read from the other side. No per-part N-sized array is ever built.
+// Owned vertices are numbered in each part's locality order (LocalOrder); the send plans still
+// list their rows in ascending global id, the order the receiver's halo rows have.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -30,12 +32,15 @@ struct HaloGroup {
 /// Everything shared by all parts: O(N) index arrays plus the halo lists.
 class PartitionPlan {
  public:
-  PartitionPlan(const GlobalGraph& g, const std::vector<Rank>& parts, Rank num_parts)
+  PartitionPlan(const GlobalGraph& g, const std::vector<Rank>& parts, Rank num_parts,
+                const LocalOrder& order = LocalOrder{.kind = LocalOrder::Kind::none})
       : g_(g), parts_(parts), k_(num_parts) {
     GNN_ASSERT(num_parts >= 1, "num_parts must be positive");
     GNN_ASSERT(static_cast<GlobalId>(parts.size()) == g.num_nodes,
                "assignment has ", parts.size(), " entries for ", g.num_nodes, " vertices");
     build_owned();
+    if (order.kind != LocalOrder::Kind::none)
+      for (Rank p = 0; p < k_; ++p) reorder_owned(p, order);
     build_halo();
   }
 
@@ -63,13 +68,15 @@ class PartitionPlan {
 
  private:
   void build_owned();
+  /// Renumbers part p's owned vertices in the locality order of their own subgraph.
+  void reorder_owned(Rank p, const LocalOrder& order);
   void build_halo();
 
   const GlobalGraph& g_;
   const std::vector<Rank>& parts_;
   Rank k_;
   std::vector<GlobalId> owned_begin_;   // K+1 offsets into owned_order_
-  std::vector<GlobalId> owned_order_;   // vertices sorted by (part, id)
+  std::vector<GlobalId> owned_order_;   // vertices by (part, local id)
   std::vector<LocalId> owned_local_;    // N: local id of each vertex in its own part
   std::vector<std::int64_t> halo_begin_;  // K+1 offsets into halo_gids_
   std::vector<GlobalId> halo_gids_;     // per part, grouped by owner, ascending id
@@ -101,6 +108,36 @@ void PartitionPlan::build_owned() {
     const Rank p = parts_[v];
     owned_local_[v] = static_cast<LocalId>(fill[p] - owned_begin_[p]);
     owned_order_[fill[p]++] = v;
+  }
+}
+
+void PartitionPlan::reorder_owned(Rank p, const LocalOrder& order) {
+  const std::int64_t n = num_owned(p);
+  GlobalId* ids = owned_order_.data() + owned_begin_[p];
+  // The part's own subgraph in its current local ids (ascending global id): edges between two
+  // vertices of p, each row's columns ascending.
+  std::vector<std::int64_t> row_ptr(static_cast<std::size_t>(n) + 1, 0);
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t c = 0;
+    for (EdgeOffset e = g_.row_ptr[ids[i]]; e < g_.row_ptr[ids[i] + 1]; ++e)
+      c += parts_[g_.col[e]] == p;
+    row_ptr[i + 1] = c;
+  }
+  std::partial_sum(row_ptr.begin(), row_ptr.end(), row_ptr.begin());
+  std::vector<std::int32_t> col(static_cast<std::size_t>(row_ptr[n]));
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t k = row_ptr[i];
+    for (EdgeOffset e = g_.row_ptr[ids[i]]; e < g_.row_ptr[ids[i] + 1]; ++e)
+      if (parts_[g_.col[e]] == p) col[k++] = owned_local_[g_.col[e]];
+  }
+  const std::vector<std::int32_t> perm = locality_order(n, row_ptr, col, order);
+  std::vector<GlobalId> renumbered(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) renumbered[i] = ids[perm[i]];
+  for (std::int64_t i = 0; i < n; ++i) {
+    ids[i] = renumbered[i];
+    owned_local_[renumbered[i]] = static_cast<LocalId>(i);
   }
 }
 
@@ -385,7 +422,7 @@ PartitionReport compute_partition_report(const GlobalGraph& g, const std::vector
 void for_each_local_partition(const Dataset& ds, const GlobalGraph& g,
                               const std::vector<Rank>& parts, Rank num_parts,
                               const std::function<void(LocalPartition&&)>& sink,
-                              PartitionReport* report) {
+                              PartitionReport* report, const LocalOrder& order) {
   GNN_ASSERT(g.num_nodes == ds.num_nodes, "graph has ", g.num_nodes, " vertices, dataset ",
              ds.num_nodes);
   GNN_ASSERT(ds.features.rows() == ds.num_nodes, "feature rows ", ds.features.rows(),
@@ -394,7 +431,7 @@ void for_each_local_partition(const Dataset& ds, const GlobalGraph& g,
                                  ds.num_nodes * ds.num_classes
                            : static_cast<GlobalId>(ds.labels.size()) == ds.num_nodes,
              "label array size does not match num_nodes");
-  const PartitionPlan plan(g, parts, num_parts);
+  const PartitionPlan plan(g, parts, num_parts, order);
   if (report) {
     *report = report_of(g, plan);
     fill_local_edges(g, parts, *report);
@@ -405,11 +442,13 @@ void for_each_local_partition(const Dataset& ds, const GlobalGraph& g,
 
 std::vector<LocalPartition> build_local_partitions(const Dataset& ds, const GlobalGraph& g,
                                                    const std::vector<Rank>& parts, Rank num_parts,
-                                                   PartitionReport* report) {
+                                                   PartitionReport* report,
+                                                   const LocalOrder& order) {
   std::vector<LocalPartition> out;
   out.reserve(static_cast<std::size_t>(num_parts));
   for_each_local_partition(
-      ds, g, parts, num_parts, [&](LocalPartition&& lp) { out.push_back(std::move(lp)); }, report);
+      ds, g, parts, num_parts, [&](LocalPartition&& lp) { out.push_back(std::move(lp)); }, report,
+      order);
   return out;
 }
 

@@ -4,12 +4,15 @@
 /// elsewhere), its adjacency over owned+halo rows, and the send/receive plans per peer.
 ///
 /// Conventions (the partition writer guarantees them, the reader validates them):
-/// - Local ids 0..num_owned-1 are owned vertices in ascending global id order; local ids
+/// - Local ids 0..num_owned-1 are owned vertices, each once, in the partition's locality order
+///   (PartitionConfig::order: vertices that share neighbours get nearby ids; global_ids[i] names
+///   local row i; LocalOrder::Kind::none gives ascending global id); local ids
 ///   num_owned..num_owned+num_halo-1 are halo vertices grouped by owner rank ascending, and by
 ///   global id ascending within an owner.
 /// - send[k] lists the owned local rows whose global ids are in peer send[k].peer's halo, in
-///   ascending global id order; recv[k] lists the halo local rows received from recv[k].peer in the
-///   same order. So row i of p's send plan to q is row i of q's receive plan from p.
+///   ascending GLOBAL id order (so the local ids of a send plan need not ascend); recv[k] lists the
+///   halo local rows received from recv[k].peer in the same order. So row i of p's send plan to q
+///   is row i of q's receive plan from p.
 /// - Peers appear in ascending rank order; a peer with nothing to exchange is absent.
 #include <cstdint>
 #include <string>

@@ -16,6 +16,33 @@
 
 namespace halognn {
 
+/// How a part numbers its owned rows (local ids 0..num_owned-1). Kernels gather the rows of a
+/// vertex's neighbours; numbering vertices that share neighbours close together keeps those rows
+/// in cache (docs/partitioning.md "Locality order").
+struct LocalOrder {
+  enum class Kind {
+    blocks,  ///< METIS k-way cut of the part's own subgraph into blocks of about block_rows
+             ///< vertices, numbered block by block (ascending global id inside a block)
+    rcm,     ///< reverse Cuthill-McKee of the part's own subgraph (good on meshes, fast)
+    none,    ///< ascending global id
+  };
+  Kind kind = Kind::blocks;
+  std::int64_t block_rows = 1024;  ///< blocks: target rows per block (1 MiB of 256-wide rows)
+  std::uint64_t seed = 1;          ///< blocks: METIS_OPTION_SEED
+};
+
+/// "blocks" / "rcm" / "none".
+std::string to_string(LocalOrder::Kind k);
+/// Parses the names above; throws ConfigError otherwise.
+LocalOrder::Kind parse_local_order(const std::string& s);
+
+/// The locality order of the vertices of an undirected graph given as CSR (symmetric, no
+/// self-loops, columns in [0, n)): order[i] is the vertex numbered i. A permutation of 0..n-1;
+/// deterministic for a given (graph, cfg). Kind::none gives the identity.
+std::vector<std::int32_t> locality_order(std::int64_t n, const std::vector<std::int64_t>& row_ptr,
+                                         const std::vector<std::int32_t>& col,
+                                         const LocalOrder& cfg);
+
 /// How to split the graph.
 struct PartitionConfig {
   enum class Method { metis, random };
@@ -25,9 +52,10 @@ struct PartitionConfig {
   Method method = Method::metis;        ///< METIS k-way, or a balanced random assignment
   Objective objective = Objective::cut; ///< METIS objective: edge cut or communication volume
   std::uint64_t seed = 1;               ///< METIS_OPTION_SEED / random assignment seed
+  LocalOrder order{};                   ///< numbering of each part's owned rows
   /// Semantic groups of every link, stored with the partition (--groups semantic).
   bool semantic_groups = false;
-  GroupingConfig grouping;
+  GroupingConfig grouping{};
 };
 
 /// "metis" / "random".
@@ -79,21 +107,25 @@ PartitionReport compute_partition_report(const GlobalGraph& g, const std::vector
 
 /// Builds the local partitions one at a time, in rank order, handing each to `sink` (so a writer
 /// never holds more than one part's features). `g` must be build_symmetric_graph of `ds`'s
-/// edges; parts[v] in [0, num_parts). O(N + E) time apart from sorting rows; memory is the
-/// dataset, the graph, O(N) bytes of index arrays, the halo lists and one part.
+/// edges; parts[v] in [0, num_parts). O(N + E) time apart from sorting rows and the locality
+/// order; memory is the dataset, the graph, O(N) bytes of index arrays, the halo lists, one
+/// part's own subgraph (for the order) and one part.
 /// @param report  when not null, receives the partition report
+/// @param order   how each part numbers its owned rows
 void for_each_local_partition(const Dataset& ds, const GlobalGraph& g,
                               const std::vector<Rank>& parts, Rank num_parts,
                               const std::function<void(LocalPartition&&)>& sink,
-                              PartitionReport* report = nullptr);
+                              PartitionReport* report = nullptr,
+                              const LocalOrder& order = LocalOrder{});
 
 /// All local partitions at once (rank order). Convenient for tests and small graphs.
 std::vector<LocalPartition> build_local_partitions(const Dataset& ds, const GlobalGraph& g,
                                                    const std::vector<Rank>& parts, Rank num_parts,
-                                                   PartitionReport* report = nullptr);
+                                                   PartitionReport* report = nullptr,
+                                                   const LocalOrder& order = LocalOrder{});
 
 /// Checks every convention of local_partition.hpp that one part can check on its own (ids in
-/// range, owned ids ascending, halo grouped by owner, plan sizes consistent, degrees, labels,
+/// range, owned ids distinct, halo grouped by owner, plan sizes consistent, degrees, labels,
 /// masks). Throws InputError(origin, ...) naming the first violation.
 void validate_local_partition(const LocalPartition& lp, const std::string& origin);
 

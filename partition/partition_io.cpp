@@ -553,7 +553,7 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
         group_files.push_back({{"rank", lp.rank}, {"file", gname}, {"bytes", ginfo.bytes},
                                {"crc32", ginfo.crc32}});
       },
-      &report);
+      &report, cfg.order);
   report.grouping_seconds = grouping_s;
   for (const LinkGroups& l : links) report.group_links.push_back(l.to_json());
 
@@ -575,6 +575,8 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   m["method"] = to_string(cfg.method);
   m["objective"] = to_string(cfg.objective);
   m["seed"] = static_cast<std::int64_t>(cfg.seed);
+  m["order"] = to_string(cfg.order.kind);
+  if (cfg.order.kind == LocalOrder::Kind::blocks) m["order_block_rows"] = cfg.order.block_rows;
   m["edge_cut"] = report.edge_cut;
   m["total_volume"] = report.total_volume;
   m["imbalance"] = report.imbalance;

@@ -1,4 +1,5 @@
 // Structural checks of one LocalPartition (what a rank can verify without the others).
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hpp"
@@ -36,9 +37,14 @@ void validate_local_partition(const LocalPartition& lp, const std::string& origi
     const GlobalId v = lp.global_ids[i];
     GNN_CHECK_INPUT(v >= 0 && v < lp.global_num_nodes, origin, "global id ", v, " of local row ",
                     i, " outside [0, ", lp.global_num_nodes, ")");
-    if (i > 0 && i < lp.num_owned)
-      GNN_CHECK_INPUT(lp.global_ids[i - 1] < v, origin,
-                      "owned global ids are not strictly ascending at local row ", i);
+  }
+  // Owned rows are in the partition's locality order (any order), but each vertex once.
+  {
+    std::vector<GlobalId> owned(lp.global_ids.begin(), lp.global_ids.begin() + lp.num_owned);
+    std::sort(owned.begin(), owned.end());
+    const auto dup = std::adjacent_find(owned.begin(), owned.end());
+    GNN_CHECK_INPUT(dup == owned.end(), origin, "global id ", dup == owned.end() ? 0 : *dup,
+                    " is owned twice");
   }
 
   // Halo rows: exactly the concatenation of the receive plan, ascending ids per owner.
@@ -62,8 +68,8 @@ void validate_local_partition(const LocalPartition& lp, const std::string& origi
       GNN_CHECK_INPUT(pr.rows[i] >= 0 && pr.rows[i] < lp.num_owned, origin, "send plan to peer ",
                       pr.peer, " lists row ", pr.rows[i], " which is not owned");
       if (i > 0)
-        GNN_CHECK_INPUT(pr.rows[i - 1] < pr.rows[i], origin, "send plan to peer ", pr.peer,
-                        " is not in ascending global id order");
+        GNN_CHECK_INPUT(lp.global_ids[pr.rows[i - 1]] < lp.global_ids[pr.rows[i]], origin,
+                        "send plan to peer ", pr.peer, " is not in ascending global id order");
     }
 
   // Adjacency: sorted, in range, no self-loops, owned rows complete (length = global degree),

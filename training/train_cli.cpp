@@ -45,7 +45,8 @@ std::vector<std::string> config_tokens(const std::string& path, const po::option
 TrainCli parse_train_cli(int argc, const char* const* argv) {
   TrainCli cli;
   TrainConfig& c = cli.cfg;
-  std::string model = "gcn", optimizer = "adam", exchange = "sync", halo_rows = "plain", config_file;
+  std::string model = "gcn", optimizer = "adam", exchange = "sync", halo_rows = "plain",
+      numerics = "fast", config_file;
   std::string refresh_by = "grad";
   bool dense_features = false;
   std::string select_by = "score", lr_schedule = "constant", metric = "auto";
@@ -118,7 +119,10 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
        "keep layer 0's input dense even when under 10% of it is non-zero "
        "(default: such features are held as CSR, which is faster and smaller)")
       ("row-normalize", po::bool_switch(&c.row_normalize_features),
-       "divide each feature row by its sum (Kipf & Welling preprocessing)");
+       "divide each feature row by its sum (Kipf & Welling preprocessing)")
+      ("numerics", po::value(&numerics)->default_value("fast"),
+       "CPU kernels: fast (fused multiply-adds where the CPU has FMA) | portable (the same bits "
+       "on every x86-64 CPU)");
   po::options_description protocol_opts("Early stopping, model selection, learning-rate schedule");
   protocol_opts.add_options()
       ("patience", po::value(&c.patience)->default_value(0),
@@ -201,6 +205,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.lr_schedule = parse_lr_schedule(lr_schedule);
   c.metric = parse_metric(metric);
   c.restore_best = !no_restore_best;
+  c.numerics = kernels::parse_cpu_numerics(numerics);
   c.halo_rows = parse_halo_rows(halo_rows);
   c.refresh_by = parse_refresh_by(refresh_by);
   if (vm.count("staleness-bound")) {

@@ -235,6 +235,7 @@ Json TrainConfig::to_json() const {
   j["lr_patience"] = lr_patience;
   j["row_normalize"] = row_normalize_features;
   j["dense_features"] = !sparse_features;
+  j["numerics"] = kernels::to_string(numerics);
   j["codec"] = codec;
   j["codec_forward"] = codec_forward;
   j["codec_backward"] = codec_backward;

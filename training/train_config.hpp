@@ -9,6 +9,7 @@
 #include "comm/exchange_policy.hpp"
 #include "core/json.hpp"
 #include "models/activation.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "models/layer.hpp"
 
 namespace halognn {
@@ -76,6 +77,10 @@ struct TrainConfig {
   /// Layer 0 reads the features as CSR when fewer than 10% of a rank's entries are non-zero
   /// (bag-of-words data; same results up to float summation order); false forces the dense path.
   bool sparse_features = true;
+  /// CPU kernel numerics (core/kernels/cpu_isa.hpp): fast fuses multiply-adds where the CPU has
+  /// FMA; portable gives the same bits on every x86-64 CPU. Process-wide: halognn-train applies
+  /// it with kernels::set_cpu_numerics before building the Trainer.
+  kernels::CpuNumerics numerics = kernels::CpuNumerics::fast;
   std::string metrics_path;    ///< JSON lines, one appended per epoch; empty = none
   bool quiet = false;          ///< no per-epoch progress lines
   /// Seconds one blocking communication step may take before the watchdog aborts every rank

@@ -41,7 +41,7 @@ TEST(MetisPartition, EdgeCutIsWithinAFewPercentOfGpmetis) {
     const std::int64_t theirs = gpmetis_edge_cut(file, k, 1);
     ASSERT_GT(theirs, 0) << "gpmetis failed for k=" << k;
     const auto parts = assign_parts(g, {k, PartitionConfig::Method::metis,
-                                        PartitionConfig::Objective::cut, 1});
+                                        PartitionConfig::Objective::cut, 1, {}});
     const std::int64_t ours = compute_partition_report(g, parts, k).edge_cut;
     std::printf("k=%d ours=%lld gpmetis=%lld\n", k, (long long)ours, (long long)theirs);
     EXPECT_LE(ours, theirs * 1.05 + 2) << "k=" << k << " gpmetis " << theirs;

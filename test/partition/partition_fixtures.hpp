@@ -146,10 +146,11 @@ inline std::vector<GlobalId> gids_of(const LocalPartition& lp, const std::vector
   return out;
 }
 
-/// Checks the local partitions against the global graph, assignment and dataset.
+/// Checks the local partitions against the global graph, assignment and dataset. `ascending`:
+/// the owned rows must also be in ascending global id (LocalOrder::Kind::none).
 inline void expect_consistent(const Dataset& ds, const GlobalGraph& g,
                               const std::vector<Rank>& parts, Rank k,
-                              const std::vector<LocalPartition>& lps) {
+                              const std::vector<LocalPartition>& lps, bool ascending = true) {
   ASSERT_EQ(static_cast<Rank>(lps.size()), k);
   std::vector<std::pair<GlobalId, GlobalId>> directed;  // every local adjacency entry, as gids
   std::map<std::pair<Rank, Rank>, std::vector<GlobalId>> sent, received;
@@ -163,12 +164,17 @@ inline void expect_consistent(const Dataset& ds, const GlobalGraph& g,
     EXPECT_EQ(lp.global_num_nodes, g.num_nodes);
     EXPECT_EQ(lp.global_num_directed_edges, g.num_directed_edges());
 
-    // Owned: exactly the vertices assigned to p, ascending.
+    // Owned: exactly the vertices assigned to p (ascending, or in a locality order).
     std::vector<GlobalId> owned;
     for (GlobalId v = 0; v < g.num_nodes; ++v)
       if (parts[v] == p) owned.push_back(v);
     ASSERT_EQ(lp.num_owned, static_cast<LocalId>(owned.size()));
-    EXPECT_TRUE(std::equal(owned.begin(), owned.end(), lp.global_ids.begin()));
+    std::vector<GlobalId> got(lp.global_ids.begin(), lp.global_ids.begin() + lp.num_owned);
+    if (ascending) {
+      EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
+    }
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, owned);
 
     // Halo: exactly the off-part neighbours, ordered by (owner, gid).
     std::vector<std::pair<Rank, GlobalId>> halo;
@@ -192,7 +198,11 @@ inline void expect_consistent(const Dataset& ds, const GlobalGraph& g,
         directed.emplace_back(lp.global_ids[i], lp.global_ids[lp.col[e]]);
         halo_entries += lp.col[e] >= lp.num_owned;
       }
-    for (const PeerRows& pr : lp.send) sent[{p, pr.peer}] = gids_of(lp, pr.rows);
+    for (const PeerRows& pr : lp.send) {
+      sent[{p, pr.peer}] = gids_of(lp, pr.rows);
+      // Send plans list rows in ascending global id, whatever the owned order.
+      EXPECT_TRUE(std::is_sorted(sent[{p, pr.peer}].begin(), sent[{p, pr.peer}].end()));
+    }
     for (const PeerRows& pr : lp.recv) received[{pr.peer, p}] = gids_of(lp, pr.rows);
 
     // Node data routed to the owner.

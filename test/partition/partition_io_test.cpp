@@ -24,7 +24,7 @@ class PartitionDir : public ::testing::Test {
   void SetUp() override {
     ds_ = test::make_dataset(test::random_edges(400, 1600, 21));
     g_ = test::graph_of(ds_);
-    cfg_ = PartitionConfig{4, PartitionConfig::Method::metis, PartitionConfig::Objective::cut, 3};
+    cfg_ = PartitionConfig{4, PartitionConfig::Method::metis, PartitionConfig::Objective::cut, 3, {}};
     parts_ = assign_parts(g_, cfg_);
     out_ = tmp_ / "part";
     manifest_ = write_partition_dir(ds_, g_, parts_, cfg_, out_, &report_);

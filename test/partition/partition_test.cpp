@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "partition/partition.hpp"
 #include "partition_fixtures.hpp"
 
@@ -22,10 +23,10 @@ Edges edges_for(Shape s) {
 }
 
 class LocalPartitionConventions
-    : public ::testing::TestWithParam<std::tuple<Shape, Method, int>> {};
+    : public ::testing::TestWithParam<std::tuple<Shape, Method, int, LocalOrder::Kind>> {};
 
 TEST_P(LocalPartitionConventions, HoldForEveryPart) {
-  const auto [shape, method, k] = GetParam();
+  const auto [shape, method, k, order_kind] = GetParam();
   const Dataset ds = test::make_dataset(edges_for(shape));
   const GlobalGraph g = test::graph_of(ds);
   PartitionConfig cfg;
@@ -35,8 +36,10 @@ TEST_P(LocalPartitionConventions, HoldForEveryPart) {
   const std::vector<Rank> parts = assign_parts(g, cfg);
   ASSERT_EQ(static_cast<GlobalId>(parts.size()), g.num_nodes);
   PartitionReport report;
-  const auto lps = build_local_partitions(ds, g, parts, k, &report);
-  test::expect_consistent(ds, g, parts, k, lps);
+  // Blocks of 40 rows: every part of these 600-vertex graphs gets a non-trivial order.
+  const LocalOrder order{order_kind, 40, 3};
+  const auto lps = build_local_partitions(ds, g, parts, k, &report, order);
+  test::expect_consistent(ds, g, parts, k, lps, order_kind == LocalOrder::Kind::none);
 
   // The report agrees with the partitions.
   EXPECT_EQ(report.num_parts, k);
@@ -78,20 +81,147 @@ INSTANTIATE_TEST_SUITE_P(
     ShapesMethodsAndPartCounts, LocalPartitionConventions,
     ::testing::Combine(::testing::Values(Shape::random, Shape::grid),
                        ::testing::Values(Method::metis, Method::random),
-                       ::testing::Values(1, 2, 3, 4, 8)),
+                       ::testing::Values(1, 2, 3, 4, 8),
+                       ::testing::Values(LocalOrder::Kind::blocks, LocalOrder::Kind::rcm,
+                                         LocalOrder::Kind::none)),
     [](const auto& info) {
       return std::string(std::get<0>(info.param) == Shape::random ? "Random" : "Grid") +
              (std::get<1>(info.param) == Method::metis ? "Metis" : "Shuffle") + "K" +
-             std::to_string(std::get<2>(info.param));
+             std::to_string(std::get<2>(info.param)) + "Order" +
+             to_string(std::get<3>(info.param));
     });
+
+/// The vertices 0..n-1 of `cliques` cliques of `size` vertices, with ids shuffled by `seed`:
+/// returns (row_ptr, col) and, per vertex, its clique.
+struct Cliques {
+  std::vector<std::int64_t> row_ptr{0};
+  std::vector<std::int32_t> col;
+  std::vector<int> clique_of;
+};
+Cliques shuffled_cliques(int cliques, int size, std::uint64_t seed) {
+  const int n = cliques * size;
+  std::vector<int> id(static_cast<std::size_t>(n));  // id[position in clique order] = vertex
+  std::iota(id.begin(), id.end(), 0);
+  const CounterRng rng(RngKey{seed, RngPurpose::test, 9, 0});
+  for (int i = n - 1; i > 0; --i) std::swap(id[i], id[rng.word(i, 0) % (i + 1)]);
+  Cliques c;
+  c.clique_of.resize(static_cast<std::size_t>(n));
+  std::vector<std::vector<std::int32_t>> adj(static_cast<std::size_t>(n));
+  for (int q = 0; q < cliques; ++q)
+    for (int i = 0; i < size; ++i) {
+      const int v = id[q * size + i];
+      c.clique_of[v] = q;
+      for (int j = 0; j < size; ++j)
+        if (j != i) adj[v].push_back(id[q * size + j]);
+    }
+  for (auto& a : adj) {
+    std::sort(a.begin(), a.end());
+    c.col.insert(c.col.end(), a.begin(), a.end());
+    c.row_ptr.push_back(static_cast<std::int64_t>(c.col.size()));
+  }
+  return c;
+}
+
+bool is_permutation_of_range(const std::vector<std::int32_t>& order, std::size_t n) {
+  std::vector<std::int32_t> s = order;
+  std::sort(s.begin(), s.end());
+  std::vector<std::int32_t> want(n);
+  std::iota(want.begin(), want.end(), 0);
+  return s == want;
+}
+
+TEST(LocalityOrder, BlocksNumberEachCommunityContiguously) {
+  // 12 cliques of 30 shuffled vertices, blocks of 30 rows: METIS finds the cliques, and each one
+  // gets a contiguous range of new ids.
+  const Cliques c = shuffled_cliques(12, 30, 1);
+  const std::vector<std::int32_t> order =
+      locality_order(360, c.row_ptr, c.col, LocalOrder{LocalOrder::Kind::blocks, 30, 1});
+  ASSERT_TRUE(is_permutation_of_range(order, 360));
+  for (int start = 0; start < 360; start += 30)
+    for (int i = start; i < start + 30; ++i)
+      EXPECT_EQ(c.clique_of[order[i]], c.clique_of[order[start]]) << "position " << i;
+  // Inside a block the vertices keep ascending order; the same input gives the same order.
+  for (int i = 1; i < 360; ++i) {
+    if (i % 30 != 0) {
+      EXPECT_LT(order[i - 1], order[i]);
+    }
+  }
+  EXPECT_EQ(order, locality_order(360, c.row_ptr, c.col,
+                                  LocalOrder{LocalOrder::Kind::blocks, 30, 1}));
+}
+
+TEST(LocalityOrder, RcmTurnsAShuffledPathIntoAPath) {
+  // A path 0-1-...-99 relabelled by a shuffle: RCM numbers it end to end (bandwidth 1).
+  const int n = 100;
+  std::vector<int> label(n);
+  std::iota(label.begin(), label.end(), 0);
+  const CounterRng rng(RngKey{4, RngPurpose::test, 10, 0});
+  for (int i = n - 1; i > 0; --i) std::swap(label[i], label[rng.word(i, 0) % (i + 1)]);
+  std::vector<std::vector<std::int32_t>> adj(n);
+  for (int i = 0; i + 1 < n; ++i) {
+    adj[label[i]].push_back(label[i + 1]);
+    adj[label[i + 1]].push_back(label[i]);
+  }
+  std::vector<std::int64_t> row_ptr{0};
+  std::vector<std::int32_t> col;
+  for (auto& a : adj) {
+    std::sort(a.begin(), a.end());
+    col.insert(col.end(), a.begin(), a.end());
+    row_ptr.push_back(static_cast<std::int64_t>(col.size()));
+  }
+  const std::vector<std::int32_t> order =
+      locality_order(n, row_ptr, col, LocalOrder{LocalOrder::Kind::rcm, 1, 1});
+  ASSERT_TRUE(is_permutation_of_range(order, n));
+  std::vector<int> pos(n);
+  for (int i = 0; i < n; ++i) pos[order[i]] = i;
+  for (int v = 0; v < n; ++v)
+    for (const std::int32_t u : adj[v]) EXPECT_EQ(std::abs(pos[v] - pos[u]), 1);
+}
+
+TEST(LocalityOrder, NoneIsTheIdentityAndSmallGraphsStayInOrder) {
+  const Cliques c = shuffled_cliques(4, 10, 2);
+  std::vector<std::int32_t> identity(40);
+  std::iota(identity.begin(), identity.end(), 0);
+  EXPECT_EQ(locality_order(40, c.row_ptr, c.col, LocalOrder{LocalOrder::Kind::none, 8, 1}),
+            identity);
+  // One block's worth of vertices: nothing to cut.
+  EXPECT_EQ(locality_order(40, c.row_ptr, c.col, LocalOrder{LocalOrder::Kind::blocks, 40, 1}),
+            identity);
+  EXPECT_THROW(locality_order(40, c.row_ptr, c.col, LocalOrder{LocalOrder::Kind::blocks, 0, 1}),
+               ConfigError);
+  EXPECT_EQ(parse_local_order("rcm"), LocalOrder::Kind::rcm);
+  EXPECT_THROW(parse_local_order("bfs"), ConfigError);
+}
+
+TEST(LocalityOrder, NumbersNeighboursCloserThanTheGivenIds) {
+  // A random geometric graph with shuffled ids: mean |id(u) - id(v)| over edges drops several
+  // times over once each part is renumbered (about 10x here for both orders).
+  const Dataset ds = test::make_dataset(test::geometric_edges(2000, 0.04, 6));
+  const GlobalGraph g = test::graph_of(ds);
+  const auto parts = assign_parts(g, {2, Method::metis, PartitionConfig::Objective::cut, 1, {}});
+  auto spread = [&](LocalOrder::Kind kind) {
+    const auto lps = build_local_partitions(ds, g, parts, 2, nullptr, LocalOrder{kind, 64, 1});
+    double sum = 0, count = 0;
+    for (const LocalPartition& lp : lps)
+      for (LocalId i = 0; i < lp.num_owned; ++i)
+        for (std::int32_t e = lp.row_ptr[i]; e < lp.row_ptr[i + 1]; ++e)
+          if (lp.col[e] < lp.num_owned) {
+            sum += std::abs(lp.col[e] - i);
+            count += 1;
+          }
+    return sum / count;
+  };
+  EXPECT_LT(5 * spread(LocalOrder::Kind::blocks), spread(LocalOrder::Kind::none));
+  EXPECT_LT(5 * spread(LocalOrder::Kind::rcm), spread(LocalOrder::Kind::none));
+}
 
 TEST(PartitionAssignment, IsDeterministicForAGivenSeed) {
   const GlobalGraph g = test::graph_of(test::make_dataset(test::random_edges(500, 2000, 3)));
   for (Method m : {Method::metis, Method::random}) {
-    PartitionConfig cfg{4, m, PartitionConfig::Objective::cut, 17};
+    PartitionConfig cfg{4, m, PartitionConfig::Objective::cut, 17, {}};
     EXPECT_EQ(assign_parts(g, cfg), assign_parts(g, cfg));
   }
-  PartitionConfig a{4, Method::random, PartitionConfig::Objective::cut, 1};
+  PartitionConfig a{4, Method::random, PartitionConfig::Objective::cut, 1, {}};
   PartitionConfig b = a;
   b.seed = 2;
   EXPECT_NE(assign_parts(g, a), assign_parts(g, b));
@@ -100,7 +230,7 @@ TEST(PartitionAssignment, IsDeterministicForAGivenSeed) {
 TEST(PartitionAssignment, RandomMethodBalancesPartsToWithinOneVertex) {
   const GlobalGraph g = test::graph_of(test::make_dataset(test::random_edges(1003, 3000, 4)));
   for (int k : {2, 3, 7, 8}) {
-    const auto parts = assign_parts(g, {k, Method::random, PartitionConfig::Objective::cut, 9});
+    const auto parts = assign_parts(g, {k, Method::random, PartitionConfig::Objective::cut, 9, {}});
     std::vector<GlobalId> size(k, 0);
     for (Rank p : parts) ++size[p];
     const auto [lo, hi] = std::minmax_element(size.begin(), size.end());
@@ -110,8 +240,8 @@ TEST(PartitionAssignment, RandomMethodBalancesPartsToWithinOneVertex) {
 
 TEST(PartitionAssignment, MetisCutsAGridFarLessThanRandom) {
   const GlobalGraph g = test::graph_of(test::make_dataset(test::grid_edges(40, 40)));
-  const auto metis = assign_parts(g, {4, Method::metis, PartitionConfig::Objective::cut, 1});
-  const auto rnd = assign_parts(g, {4, Method::random, PartitionConfig::Objective::cut, 1});
+  const auto metis = assign_parts(g, {4, Method::metis, PartitionConfig::Objective::cut, 1, {}});
+  const auto rnd = assign_parts(g, {4, Method::random, PartitionConfig::Objective::cut, 1, {}});
   const auto cut_metis = compute_partition_report(g, metis, 4).edge_cut;
   const auto cut_random = compute_partition_report(g, rnd, 4).edge_cut;
   // An optimal 4-way cut of a 40x40 grid is 80 edges; random cuts about 3/4 of 3120.
@@ -121,8 +251,8 @@ TEST(PartitionAssignment, MetisCutsAGridFarLessThanRandom) {
 
 TEST(PartitionAssignment, VolumeObjectiveGivesALowVolumeBalancedPartition) {
   const GlobalGraph g = test::graph_of(test::make_dataset(test::geometric_edges(1500, 0.05, 2)));
-  const auto vol = assign_parts(g, {4, Method::metis, PartitionConfig::Objective::vol, 1});
-  const auto rnd = assign_parts(g, {4, Method::random, PartitionConfig::Objective::vol, 1});
+  const auto vol = assign_parts(g, {4, Method::metis, PartitionConfig::Objective::vol, 1, {}});
+  const auto rnd = assign_parts(g, {4, Method::random, PartitionConfig::Objective::vol, 1, {}});
   const auto r_vol = compute_partition_report(g, vol, 4);
   const auto r_rnd = compute_partition_report(g, rnd, 4);
   EXPECT_LT(r_vol.total_volume * 4, r_rnd.total_volume);
@@ -131,16 +261,16 @@ TEST(PartitionAssignment, VolumeObjectiveGivesALowVolumeBalancedPartition) {
 
 TEST(PartitionAssignment, RejectsInvalidPartCounts) {
   const GlobalGraph g = test::graph_of(test::make_dataset(test::grid_edges(2, 3)));
-  EXPECT_THROW(assign_parts(g, {0, Method::metis, PartitionConfig::Objective::cut, 1}),
+  EXPECT_THROW(assign_parts(g, {0, Method::metis, PartitionConfig::Objective::cut, 1, {}}),
                ConfigError);
-  EXPECT_THROW(assign_parts(g, {7, Method::metis, PartitionConfig::Objective::cut, 1}),
+  EXPECT_THROW(assign_parts(g, {7, Method::metis, PartitionConfig::Objective::cut, 1, {}}),
                ConfigError);
-  EXPECT_EQ(assign_parts(g, {6, Method::random, PartitionConfig::Objective::cut, 1}).size(), 6u);
+  EXPECT_EQ(assign_parts(g, {6, Method::random, PartitionConfig::Objective::cut, 1, {}}).size(), 6u);
 }
 
 TEST(PartitionAssignment, SingleGridRowSplitsIntoContiguousHalves) {
   const GlobalGraph g = test::graph_of(test::make_dataset(test::grid_edges(1, 8)));
-  const auto parts = assign_parts(g, {2, Method::metis, PartitionConfig::Objective::cut, 1});
+  const auto parts = assign_parts(g, {2, Method::metis, PartitionConfig::Objective::cut, 1, {}});
   EXPECT_EQ(compute_partition_report(g, parts, 2).edge_cut, 1);
 }
 
@@ -177,14 +307,14 @@ TEST(LocalPartitionBuild, HandlesIsolatedVerticesAndEmptyParts) {
 TEST(LocalPartitionBuild, RoutesMultilabelTargetsToOwners) {
   const Dataset ds = test::make_dataset(test::random_edges(300, 900, 8), 5, 2, true);
   const GlobalGraph g = test::graph_of(ds);
-  const auto parts = assign_parts(g, {3, Method::metis, PartitionConfig::Objective::cut, 3});
+  const auto parts = assign_parts(g, {3, Method::metis, PartitionConfig::Objective::cut, 3, {}});
   test::expect_consistent(ds, g, parts, 3, build_local_partitions(ds, g, parts, 3));
 }
 
 TEST(ValidateLocalPartition, RejectsBrokenConventions) {
   const Dataset ds = test::make_dataset(test::grid_edges(6, 6));
   const GlobalGraph g = test::graph_of(ds);
-  const auto parts = assign_parts(g, {2, Method::metis, PartitionConfig::Objective::cut, 1});
+  const auto parts = assign_parts(g, {2, Method::metis, PartitionConfig::Objective::cut, 1, {}});
   const auto lps = build_local_partitions(ds, g, parts, 2);
   auto copy = [&](const LocalPartition& src) {
     LocalPartition lp;
@@ -217,8 +347,11 @@ TEST(ValidateLocalPartition, RejectsBrokenConventions) {
     EXPECT_THROW(validate_local_partition(lp, "origin"), InputError) << what;
   };
   EXPECT_NO_THROW(validate_local_partition(copy(lps[0]), "origin"));
-  expect_rejected("owned ids out of order",
-                  [](LocalPartition& lp) { std::swap(lp.global_ids[0], lp.global_ids[1]); });
+  expect_rejected("owned id twice",
+                  [](LocalPartition& lp) { lp.global_ids[1] = lp.global_ids[0]; });
+  expect_rejected("send plan out of global id order", [](LocalPartition& lp) {
+    std::reverse(lp.send[0].rows.begin(), lp.send[0].rows.end());
+  });
   expect_rejected("column out of range",
                   [](LocalPartition& lp) { lp.col[0] = lp.num_local(); });
   expect_rejected("degree",

@@ -28,7 +28,8 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
                             "--lr", "0.005", "--dropout", "0.6", "--codec-forward", "fp32,q1,q2",
                             "--exchange", "pipelined", "--sync-every", "5", "--smoothing", "0.9",
                             "--row-normalize", "--dense-features", "--emulate-link", "1,50",
-                            "--seed", "18446744073709551615", "--quiet", "--output-heads", "2",
+                            "--numerics", "portable", "--seed", "18446744073709551615", "--quiet",
+                            "--output-heads", "2",
                             "--attention-dropout", "0.6", "--value-dropout", "0.3",
                             "--activation", "relu", "--patience", "40", "--select-by", "both",
                             "--no-restore-best", "--lr-schedule", "plateau", "--lr-gamma", "0.5",
@@ -41,6 +42,7 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
   EXPECT_EQ(b.cfg.seed, 18446744073709551615ull);
   EXPECT_FLOAT_EQ(b.cfg.lr, 0.005f);
   EXPECT_FALSE(b.cfg.sparse_features);
+  EXPECT_EQ(b.cfg.numerics, kernels::CpuNumerics::portable);
   EXPECT_FALSE(b.cfg.restore_best);
   EXPECT_EQ(b.cfg.select_by, SelectBy::both);
   EXPECT_EQ(b.cfg.lr_schedule, LrScheduleKind::plateau);
@@ -66,6 +68,16 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
   const TrainCli d = parse({"--partition", "p", "--dump-config"});
   std::ofstream(dir.file("default.json")) << dumped(d);
   EXPECT_EQ(dumped(parse({"--config", dir.file("default.json")})), dumped(d));
+}
+
+TEST(TrainCli, NumericsDefaultToFastAndRejectUnknownModes) {
+  EXPECT_EQ(parse({"--partition", "p"}).cfg.numerics, kernels::CpuNumerics::fast);
+  try {
+    parse({"--partition", "p", "--numerics", "exact"});
+    ADD_FAILURE() << "unknown numerics accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--numerics"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TrainCli, CommandLineWinsOverTheConfigFile) {

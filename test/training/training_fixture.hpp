@@ -27,14 +27,17 @@ inline Dataset small_dataset(std::uint64_t seed = 3, std::int32_t classes = 4) {
   return generate_sbm(c);
 }
 
-/// Partitions `ds` into `parts` parts (METIS) and returns part `which`.
+/// Partitions `ds` into `parts` parts (METIS) and returns part `which`. Owned rows are numbered
+/// in METIS blocks of 48 rows (a locality order, as halognn-partition does with 1024-row blocks),
+/// so the tests train on local numberings that are not ascending global ids.
 inline LocalPartition partition_of(const Dataset& ds, Rank parts, Rank which) {
   const GlobalGraph g = build_symmetric_graph(ds.num_nodes, ds.edge_src, ds.edge_dst);
   PartitionConfig pc;
   pc.parts = parts;
   pc.seed = 7;
   const std::vector<Rank> owner = assign_parts(g, pc);
-  std::vector<LocalPartition> all = build_local_partitions(ds, g, owner, parts);
+  std::vector<LocalPartition> all = build_local_partitions(
+      ds, g, owner, parts, nullptr, LocalOrder{LocalOrder::Kind::blocks, 48, pc.seed});
   return std::move(all[which]);
 }
 

@@ -83,6 +83,37 @@ void gemm(bool trans_a, bool trans_b, float alpha, ConstDenseView a, ConstDenseV
                                static_cast<int>(n)));
 }
 
+// The fused CPU kernels (linear, linear_grad, spmm_bias) are compositions here: cuBLAS and
+// cuSPARSE do the products, the bias and column-sum kernels the rest (the same results up to
+// float summation order).
+void linear(ConstDenseView a1, ConstDenseView w1, ConstDenseView a2, ConstDenseView w2,
+            const float* bias, DenseView y) {
+  GNN_ASSERT(a1.cols == w1.rows && y.rows == a1.rows && y.cols == w1.cols,
+             "linear: shapes do not match (a1 ", a1.rows, "x", a1.cols, ", w1 ", w1.rows, "x",
+             w1.cols, ", y ", y.rows, "x", y.cols, ")");
+  gemm(false, false, 1.0f, a1, w1, 0.0f, y);
+  if (a2.data != nullptr) {
+    GNN_ASSERT(a2.rows == a1.rows && a2.cols == w2.rows && w2.cols == w1.cols,
+               "linear: the second product does not match (a2 ", a2.rows, "x", a2.cols, ", w2 ",
+               w2.rows, "x", w2.cols, ")");
+    gemm(false, false, 1.0f, a2, w2, 1.0f, y);
+  }
+  if (bias && y.rows > 0) add_row_vector(bias, y);
+}
+
+void linear_grad(ConstDenseView x, ConstDenseView gy, DenseView gw, float* gb) {
+  GNN_ASSERT(x.rows == gy.rows && gw.rows == x.cols && gw.cols == gy.cols,
+             "linear_grad: shapes do not match (x ", x.rows, "x", x.cols, ", gy ", gy.rows, "x",
+             gy.cols, ", gw ", gw.rows, "x", gw.cols, ")");
+  gemm(true, false, 1.0f, x, gy, 1.0f, gw);
+  if (gb) column_sum(gy, 1.0f, gb);
+}
+
+void spmm_bias(CsrView a, ConstDenseView x, const float* bias, DenseView y) {
+  spmm(a, x, 0.0f, y);
+  if (bias && y.rows > 0) add_row_vector(bias, y);
+}
+
 void spmm(CsrView a, ConstDenseView x, float beta, DenseView y) {
   GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
              "spmm: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x", x.cols,

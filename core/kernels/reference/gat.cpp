@@ -1,14 +1,25 @@
 // Graph-attention kernels: per-head scores, edge softmax + aggregation, and their backward.
+//
+// The aggregations are SpMMs with per-entry weights (the attention coefficients) and run on the
+// multi-versioned SpMM row kernel (sparse_rows.hpp); the dot products (scores and their
+// gradients) on dots() (gat_dots.inc), whose summation order is fixed whatever the vector width.
+// exp is the scalar libm call. Rows are scheduled in chunks of about equal stored entries.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/reference/reference_kernels.hpp"
+#include "core/kernels/reference/simd.hpp"
+#include "core/kernels/reference/sparse_rows.hpp"
 
 namespace halognn::kernels::reference {
 namespace {
+
+/// Stored entries per row chunk.
+constexpr std::int64_t kChunkEntries = 1 << 13;
 
 std::int64_t head_width(std::int64_t cols, std::int32_t heads) {
   GNN_ASSERT(heads > 0 && cols % heads == 0, "width ", cols, " is not a multiple of ", heads,
@@ -18,18 +29,59 @@ std::int64_t head_width(std::int64_t cols, std::int32_t heads) {
 
 float leaky(float x, float slope) { return x > 0.0f ? x : slope * x; }
 
+/// The 16 lanes of a dot product added as a fixed tree: halves, quarters, eighths, pairs.
+float reduce_lanes(float* l) {
+  for (int w = 8; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) l[i] = l[i] + l[i + w];
+  return l[0];
+}
+
+namespace isa_sse2 {
+using V = simd::Sse2;
+#include "core/kernels/reference/gat_dots.inc"
+}  // namespace isa_sse2
+
+HALOGNN_BEGIN_AVX2
+namespace isa_avx2 {
+using V = simd::Avx2;
+#include "core/kernels/reference/gat_dots.inc"
+}  // namespace isa_avx2
+HALOGNN_END_TARGET
+
+HALOGNN_BEGIN_AVX512
+namespace isa_avx512 {
+using V = simd::Avx512;
+#include "core/kernels/reference/gat_dots.inc"
+}  // namespace isa_avx512
+HALOGNN_END_TARGET
+
+using DotsFn = void (*)(const float*, const float* const*, std::int64_t, std::int64_t, float*);
+
+DotsFn dots_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::dots_n;
+    case CpuIsa::avx2: return isa_avx2::dots_n;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::dots_n;
+}
+
 }  // namespace
 
 void head_dot(ConstDenseView z, const float* a, std::int32_t heads, float* s) {
   const std::int64_t f = head_width(z.cols, heads);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t v = 0; v < z.rows; ++v) {
-    const float* zr = z.row(v);
+  const DotsFn dots = dots_fn();
+  constexpr std::int64_t kRows = 64;
+  const std::int64_t blocks = (z.rows + kRows - 1) / kRows;
+#pragma omp parallel for schedule(static) if (z.rows * z.cols >= (1 << 16))
+  for (std::int64_t blk = 0; blk < blocks; ++blk) {
+    const std::int64_t v0 = blk * kRows, v1 = std::min(z.rows, v0 + kRows);
+    const float* rows[kRows];
+    float out[kRows];
     for (std::int32_t h = 0; h < heads; ++h) {
-      float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-      for (std::int64_t j = 0; j < f; ++j) acc += a[h * f + j] * zr[h * f + j];
-      s[v * heads + h] = acc;
+      for (std::int64_t v = v0; v < v1; ++v) rows[v - v0] = z.row(v) + h * f;
+      dots(a + h * f, rows, v1 - v0, f, out);
+      for (std::int64_t v = v0; v < v1; ++v) s[v * heads + h] = out[v - v0];
     }
   }
 }
@@ -102,33 +154,63 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
                    DenseView y) {
   const std::int64_t f = head_width(z.cols, heads);
   GNN_ASSERT(z.rows == a.cols && y.rows == a.rows && y.cols == z.cols, "gat_aggregate: shapes");
-#pragma omp parallel for schedule(dynamic, 32)
-  for (std::int64_t v = 0; v < a.rows; ++v) {
-    float* out = y.row(v);
-    std::fill(out, out + z.cols, 0.0f);
-    const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-    if (begin == end) continue;
-    for (std::int32_t h = 0; h < heads; ++h) {
-      // Max-shifted softmax: exp never overflows and the largest term is exactly 1.
-      float m = -INFINITY;
-      for (std::int32_t k = begin; k < end; ++k) {
-        m = std::max(m, leaky(s_dst[v * heads + h] + s_src[a.col[k] * heads + h], negative_slope));
-      }
-      float sum = 0.0f;
-      for (std::int32_t k = begin; k < end; ++k) {
-        const float e = leaky(s_dst[v * heads + h] + s_src[a.col[k] * heads + h], negative_slope);
-        const float w = std::exp(e - m) * (a.val ? a.val[k] : 1.0f);
-        alpha[k * heads + h] = w;
-        sum += w;
-      }
-      const float inv = 1.0f / sum;
-      float* oh = out + h * f;
-      for (std::int32_t k = begin; k < end; ++k) {
-        // alpha keeps the softmax (the backward needs it); the sum uses the dropped weights.
-        const float c = (alpha[k * heads + h] *= inv) * (drop ? drop[k * heads + h] : 1.0f);
-        const float* zh = z.row(a.col[k]) + h * f;
-#pragma omp simd
-        for (std::int64_t j = 0; j < f; ++j) oh[j] += c * zh[j];
+  if (a.rows == 0) return;
+  const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
+  const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
+  const detail::SpmmRowsFn aggregate = detail::spmm_rows_fn();
+#pragma omp parallel if (n_chunks > 1)
+  {
+    std::vector<float> e;     // one row's scores
+    std::vector<float> coef;  // one row's dropped coefficients (with attention dropout)
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < n_chunks; ++c) {
+      for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
+        const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
+        if (begin == end) {
+          std::fill(y.row(v), y.row(v) + z.cols, 0.0f);
+          continue;
+        }
+        e.resize(static_cast<std::size_t>(end - begin));
+        for (std::int32_t h = 0; h < heads; ++h) {
+          // Max-shifted softmax: exp never overflows and the largest term is exactly 1.
+          const float sd = s_dst[v * heads + h];
+          float m = -INFINITY;
+          for (std::int32_t k = begin; k < end; ++k) {
+            const float x = leaky(sd + s_src[a.col[k] * heads + h], negative_slope);
+            e[k - begin] = x;
+            m = std::max(m, x);
+          }
+          float sum = 0.0f;
+          for (std::int32_t k = begin; k < end; ++k) {
+            const float w = std::exp(e[k - begin] - m) * (a.val ? a.val[k] : 1.0f);
+            alpha[k * heads + h] = w;
+            sum += w;
+          }
+          const float inv = 1.0f / sum;
+          for (std::int32_t k = begin; k < end; ++k) alpha[k * heads + h] *= inv;
+          // y[v, head h] = sum_k c_k z[col_k, head h]: the SpMM row kernel. c = alpha (weights
+          // strided), or with attention dropout alpha times the multiplier: alpha keeps the
+          // softmax (the backward needs it), the sum uses the dropped weights.
+          detail::SpmmArgs s;
+          s.x = z.data + h * f;
+          s.ldx = z.cols;
+          s.ldy = y.cols;
+          if (drop == nullptr) {
+            s.a = a;
+            s.a.val = alpha + h;
+            s.val_stride = heads;
+            s.y = y.data + h * f;
+            aggregate(s, v, v + 1, 0, f);
+          } else {
+            coef.resize(e.size());
+            for (std::int32_t k = begin; k < end; ++k)
+              coef[k - begin] = alpha[k * heads + h] * drop[k * heads + h];
+            const std::int32_t row_ptr[2] = {0, end - begin};
+            s.a = CsrView{1, a.cols, end - begin, row_ptr, a.col + begin, coef.data()};
+            s.y = y.row(v) + h * f;
+            aggregate(s, 0, 1, 0, f);
+          }
+        }
       }
     }
   }
@@ -143,54 +225,75 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
   GNN_ASSERT(z.rows == a.cols && gy.rows == a.rows && gy.cols == z.cols && gz.rows == z.rows &&
                  gz.cols == z.cols && a_t.rows == a.cols && a_t.nnz == a.nnz,
              "gat_aggregate_backward: shapes");
+  const DotsFn dots = dots_fn();
+  const detail::SpmmRowsFn aggregate = detail::spmm_rows_fn();
   // Pass 1, per destination row: dL/dalpha = d_vu (gy_v . z_u) (d: the dropout multiplier, 1
   // without dropout), through the softmax
   // (de = alpha (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and
   // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry.
-#pragma omp parallel for schedule(dynamic, 32)
-  for (std::int64_t v = 0; v < a.rows; ++v) {
-    const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-    for (std::int32_t h = 0; h < heads; ++h) {
-      const float* g = gy.row(v) + h * f;
-      float weighted = 0.0f;
-      for (std::int32_t k = begin; k < end; ++k) {
-        const float* zh = z.row(a.col[k]) + h * f;
-        float d = 0.0f;
-#pragma omp simd reduction(+ : d)
-        for (std::int64_t j = 0; j < f; ++j) d += g[j] * zh[j];
-        if (drop) d *= drop[k * heads + h];
-        edge_grad[k * heads + h] = d;
-        weighted += alpha[k * heads + h] * d;
+  const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
+  const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
+#pragma omp parallel if (n_chunks > 1)
+  {
+    std::vector<const float*> rows;
+    std::vector<float> d;
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < n_chunks; ++c) {
+      for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
+        const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
+        rows.resize(static_cast<std::size_t>(end - begin));
+        d.resize(rows.size());
+        for (std::int32_t h = 0; h < heads; ++h) {
+          for (std::int32_t k = begin; k < end; ++k) rows[k - begin] = z.row(a.col[k]) + h * f;
+          dots(gy.row(v) + h * f, rows.data(), end - begin, f, d.data());
+          if (drop)
+            for (std::int32_t k = begin; k < end; ++k) d[k - begin] *= drop[k * heads + h];
+          float weighted = 0.0f;
+          for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * d[k - begin];
+          float row_sum = 0.0f;
+          for (std::int32_t k = begin; k < end; ++k) {
+            const float de = alpha[k * heads + h] * (d[k - begin] - weighted);
+            const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
+            const float dpre = pre > 0.0f ? de : negative_slope * de;
+            edge_grad[k * heads + h] = dpre;
+            row_sum += dpre;
+          }
+          gs_dst[v * heads + h] = row_sum;
+        }
       }
-      float row_sum = 0.0f;
-      for (std::int32_t k = begin; k < end; ++k) {
-        const float de = alpha[k * heads + h] * (edge_grad[k * heads + h] - weighted);
-        const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
-        const float dpre = pre > 0.0f ? de : negative_slope * de;
-        edge_grad[k * heads + h] = dpre;
-        row_sum += dpre;
-      }
-      gs_dst[v * heads + h] = row_sum;
     }
   }
   // Pass 2, per source row over the transposed structure (no two threads write one row):
-  // dL/dz_u = sum_v d_vu alpha_vu gy_v and dL/ds_src[u] = sum_v dpre_vu.
-#pragma omp parallel for schedule(dynamic, 32)
-  for (std::int64_t u = 0; u < a_t.rows; ++u) {
-    float* out = gz.row(u);
-    std::fill(out, out + z.cols, 0.0f);
-    for (std::int32_t h = 0; h < heads; ++h) {
-      float src_sum = 0.0f;
-      float* oh = out + h * f;
-      for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k) {
-        const std::int64_t e = t_to_a[k];
-        const float c = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
-        const float* g = gy.row(a_t.col[k]) + h * f;
-#pragma omp simd
-        for (std::int64_t j = 0; j < f; ++j) oh[j] += c * g[j];
-        src_sum += edge_grad[e * heads + h];
+  // dL/dz_u = sum_v d_vu alpha_vu gy_v (the SpMM row kernel over the row's coefficients) and
+  // dL/ds_src[u] = sum_v dpre_vu.
+  const std::vector<std::int64_t> t_chunks = detail::row_chunks(a_t, kChunkEntries);
+  const auto n_t_chunks = static_cast<std::int64_t>(t_chunks.size()) - 1;
+#pragma omp parallel if (n_t_chunks > 1)
+  {
+    std::vector<float> coef;
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < n_t_chunks; ++c) {
+      for (std::int64_t u = t_chunks[c]; u < t_chunks[c + 1]; ++u) {
+        const std::int32_t begin = a_t.row_ptr[u], end = a_t.row_ptr[u + 1];
+        coef.resize(static_cast<std::size_t>(end - begin));
+        const std::int32_t row_ptr[2] = {0, end - begin};
+        for (std::int32_t h = 0; h < heads; ++h) {
+          float src_sum = 0.0f;
+          for (std::int32_t k = begin; k < end; ++k) {
+            const std::int64_t e = t_to_a[k];
+            coef[k - begin] = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
+            src_sum += edge_grad[e * heads + h];
+          }
+          gs_src[u * heads + h] = src_sum;
+          detail::SpmmArgs s;
+          s.a = CsrView{1, a_t.cols, end - begin, row_ptr, a_t.col + begin, coef.data()};
+          s.x = gy.data + h * f;
+          s.ldx = gy.cols;
+          s.y = gz.row(u) + h * f;
+          s.ldy = gz.cols;
+          aggregate(s, 0, 1, 0, f);
+        }
       }
-      gs_src[u * heads + h] = src_sum;
     }
   }
 }

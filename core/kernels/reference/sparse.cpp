@@ -1,81 +1,220 @@
-// Sparse-dense products over CSR: one output row per task, the inner loop over the feature width
-// vectorised.
+// Sparse-dense products over CSR, multi-versioned (simd.hpp, cpu_isa.hpp).
+//
+// spmm: rows are cut into chunks of about equal stored entries (power-law degrees: a hub row
+// weighs what its entries weigh), which the threads take dynamically. Each row's output block of
+// up to 8 vectors stays in registers over the row's entries. When x is too large for the cache
+// (cols x F floats beyond kCacheBudget), the feature columns are processed in blocks, one pass
+// over the matrix per block, so that the x rows a pass gathers (cols x block floats) stay in cache;
+// the structure is re-read per pass instead (4 or 8 bytes per entry, against a block of 64+ bytes
+// gathered per entry).
+//
+// spmm_transpose: each thread scatters its contiguous rows' contributions into its own partial
+// result (thread 0 into y itself), and the partials are then added in thread order. Feature
+// blocks keep the partials in cache.
+//
+// Numerics: every output element is (beta*y or 0), then one multiply and one add per entry in
+// ascending entry order (spmm) or ascending source row per thread (spmm_transpose), then the
+// bias: no fused multiply-add, no dependence on the vector width; spmm does not depend on the
+// thread count either, spmm_transpose does (the thread partials).
+#include <omp.h>
+
+#include <algorithm>
 #include <vector>
 
+#include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/reference/reference_kernels.hpp"
+#include "core/kernels/reference/scratch.hpp"
+#include "core/kernels/reference/simd.hpp"
+#include "core/kernels/reference/sparse_rows.hpp"
 
 namespace halognn::kernels::reference {
+namespace detail {
 namespace {
 
-/// Rows per dynamic chunk: small enough to balance power-law degrees, large enough to amortise
-/// the scheduler.
-constexpr int kRowChunk = 32;
+/// Bytes of gathered x (or of transposed partials) a feature block may span.
+constexpr double kCacheBudget = 16.0 * (1 << 20);
+/// Stored entries per row chunk (rows are never split).
+constexpr std::int64_t kChunkEntries = 1 << 14;
 
-template <bool kHasValues>
-void spmm_rows(CsrView a, ConstDenseView x, float beta, DenseView y) {
-  const std::int64_t f = x.cols;
-#pragma omp parallel for schedule(dynamic, kRowChunk)
-  for (std::int64_t i = 0; i < a.rows; ++i) {
-    float* __restrict out = y.row(i);
-    if (beta == 0.0f) {
-#pragma omp simd
-      for (std::int64_t j = 0; j < f; ++j) out[j] = 0.0f;
-    } else if (beta != 1.0f) {
-#pragma omp simd
-      for (std::int64_t j = 0; j < f; ++j) out[j] *= beta;
-    }
-    for (std::int32_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
-      const float* __restrict in = x.row(a.col[k]);
-      if constexpr (kHasValues) {
-        const float v = a.val[k];
-#pragma omp simd
-        for (std::int64_t j = 0; j < f; ++j) out[j] += v * in[j];
-      } else {
-#pragma omp simd
-        for (std::int64_t j = 0; j < f; ++j) out[j] += in[j];
+void spmm_scalar(const SpmmArgs& s, std::int64_t r0, std::int64_t r1, std::int64_t f0,
+                 std::int64_t f1) {
+  for (std::int64_t i = r0; i < r1; ++i) {
+    float* out = s.y + i * s.ldy;
+    for (std::int64_t f = f0; f < f1; ++f) {
+      float acc = s.beta == 0.0f ? 0.0f : s.beta * out[f];
+      for (std::int32_t k = s.a.row_ptr[i]; k < s.a.row_ptr[i + 1]; ++k) {
+        const float in = s.x[static_cast<std::int64_t>(s.a.col[k]) * s.ldx + f];
+        acc = s.a.val ? s.a.val[k * s.val_stride] * in + acc : in + acc;
       }
+      if (s.bias) acc = acc + s.bias[f];
+      out[f] = acc;
     }
+  }
+}
+
+void scatter_scalar(const SpmmArgs& s, std::int64_t r0, std::int64_t r1, std::int64_t f0,
+                    std::int64_t f1, float* p, std::int64_t ldp) {
+  for (std::int64_t i = r0; i < r1; ++i) {
+    const float* in = s.x + i * s.ldx;
+    for (std::int32_t k = s.a.row_ptr[i]; k < s.a.row_ptr[i + 1]; ++k) {
+      float* out = p + static_cast<std::int64_t>(s.a.col[k]) * ldp;
+      for (std::int64_t f = f0; f < f1; ++f)
+        out[f - f0] = s.a.val ? s.a.val[k] * in[f] + out[f - f0] : in[f] + out[f - f0];
+    }
+  }
+}
+
+namespace isa_sse2 {
+using V = simd::Sse2;
+#include "core/kernels/reference/spmm_rows.inc"
+}  // namespace isa_sse2
+
+HALOGNN_BEGIN_AVX2
+namespace isa_avx2 {
+using V = simd::Avx2;
+#include "core/kernels/reference/spmm_rows.inc"
+}  // namespace isa_avx2
+HALOGNN_END_TARGET
+
+HALOGNN_BEGIN_AVX512
+namespace isa_avx512 {
+using V = simd::Avx512;
+#include "core/kernels/reference/spmm_rows.inc"
+}  // namespace isa_avx512
+HALOGNN_END_TARGET
+
+using ScatterFn = void (*)(const SpmmArgs&, std::int64_t, std::int64_t, std::int64_t,
+                           std::int64_t, float*, std::int64_t);
+
+ScatterFn scatter_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::scatter_rows;
+    case CpuIsa::avx2: return isa_avx2::scatter_rows;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::scatter_rows;
+}
+
+/// Width of a feature block: all of f when `rows_touched` x f floats fit the cache budget,
+/// otherwise the largest multiple of 16 floats that does (at least 16).
+std::int64_t feature_block(std::int64_t rows_touched, std::int64_t f) {
+  const double row_bytes = 4.0 * static_cast<double>(std::max<std::int64_t>(rows_touched, 1));
+  if (row_bytes * static_cast<double>(f) <= kCacheBudget) return f;
+  const auto fit = static_cast<std::int64_t>(kCacheBudget / row_bytes);
+  return std::min(f, std::max<std::int64_t>(16, fit / 16 * 16));
+}
+
+void run_spmm(const SpmmArgs& s, std::int64_t f) {
+  if (s.a.rows == 0 || f == 0) return;
+  const SpmmRowsFn fn = spmm_rows_fn();
+  const std::vector<std::int64_t> chunks = row_chunks(s.a, kChunkEntries);
+  const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
+  const std::int64_t block = feature_block(s.a.cols, f);
+  const std::int64_t n_blocks = (f + block - 1) / block;
+  // One task per (feature block, row chunk), feature block major: all threads work on one block
+  // of x at a time, with no barrier between blocks (a descheduled thread delays nobody).
+  const std::int64_t tasks = n_blocks * n_chunks;
+#pragma omp parallel for schedule(dynamic, 1) if (tasks > 1)
+  for (std::int64_t t = 0; t < tasks; ++t) {
+    const std::int64_t b = t / n_chunks, c = t % n_chunks;
+    const std::int64_t f0 = b * block;
+    fn(s, chunks[c], chunks[c + 1], f0, std::min(f, f0 + block));
   }
 }
 
 }  // namespace
 
+SpmmRowsFn spmm_rows_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::spmm_rows;
+    case CpuIsa::avx2: return isa_avx2::spmm_rows;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::spmm_rows;
+}
+
+std::vector<std::int64_t> row_chunks(const CsrView& a, std::int64_t entries) {
+  // Offsets are absolute: a view of some rows of a larger CSR starts at row_ptr[0] != 0.
+  const std::int64_t first = a.rows > 0 ? a.row_ptr[0] : 0;
+  const std::int64_t total = a.rows > 0 ? a.row_ptr[a.rows] - first : 0;
+  std::vector<std::int64_t> bounds{0};
+  const std::int64_t chunks = std::max<std::int64_t>(1, total / std::max<std::int64_t>(entries, 1));
+  for (std::int64_t c = 1; c < chunks; ++c) {
+    const std::int64_t target = first + total * c / chunks;
+    const std::int64_t r = std::upper_bound(a.row_ptr, a.row_ptr + a.rows + 1, target) - a.row_ptr - 1;
+    if (r > bounds.back()) bounds.push_back(r);
+  }
+  bounds.push_back(a.rows);
+  return bounds;
+}
+
+}  // namespace detail
+
+using detail::SpmmArgs;
+
 void spmm(CsrView a, ConstDenseView x, float beta, DenseView y) {
   GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
              "spmm: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x", x.cols,
              ", y ", y.rows, "x", y.cols, ")");
-  if (a.rows == 0 || x.cols == 0) return;
-  if (a.val)
-    spmm_rows<true>(a, x, beta, y);
-  else
-    spmm_rows<false>(a, x, beta, y);
+  detail::run_spmm(SpmmArgs{a, x.data, x.cols, beta, nullptr, y.data, y.cols}, x.cols);
+}
+
+void spmm_bias(CsrView a, ConstDenseView x, const float* bias, DenseView y) {
+  GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
+             "spmm_bias: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x",
+             x.cols, ", y ", y.rows, "x", y.cols, ")");
+  detail::run_spmm(SpmmArgs{a, x.data, x.cols, 0.0f, bias, y.data, y.cols}, x.cols);
 }
 
 void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {
   GNN_ASSERT(x.rows == a.rows && y.rows == a.cols && y.cols == x.cols,
              "spmm_transpose: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x",
              x.cols, ", y ", y.rows, "x", y.cols, ")");
-  if (a.cols == 0 || x.cols == 0) return;
-  // Build the transposed CSR (counting sort by column; entries of a transposed row stay in
-  // ascending source-row order), then run the row-parallel SpMM on it: race-free and
-  // deterministic.
-  const auto cols = static_cast<std::size_t>(a.cols);
-  std::vector<std::int32_t> t_ptr(cols + 1, 0);
-  for (std::int64_t k = 0; k < a.nnz; ++k) ++t_ptr[static_cast<std::size_t>(a.col[k]) + 1];
-  for (std::size_t c = 0; c < cols; ++c) t_ptr[c + 1] += t_ptr[c];
-  std::vector<std::int32_t> fill_pos(t_ptr.begin(), t_ptr.end() - 1);
-  std::vector<LocalId> t_col(static_cast<std::size_t>(a.nnz));
-  std::vector<float> t_val(a.val ? static_cast<std::size_t>(a.nnz) : 0);
-  for (std::int64_t i = 0; i < a.rows; ++i) {
-    for (std::int32_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
-      const std::int32_t pos = fill_pos[static_cast<std::size_t>(a.col[k])]++;
-      t_col[static_cast<std::size_t>(pos)] = static_cast<LocalId>(i);
-      if (a.val) t_val[static_cast<std::size_t>(pos)] = a.val[k];
+  const std::int64_t f = x.cols, n_out = a.cols;
+  if (n_out == 0 || f == 0) return;
+  // Thread t scatters rows [bounds[t], bounds[t+1]) (about equal entries) into partial t; thread
+  // 0's partial is y itself.
+  const int team = a.nnz * f >= (1 << 16) ? omp_get_max_threads() : 1;
+  std::vector<std::int64_t> bounds{0};
+  for (int t = 1; t < team; ++t) {
+    const std::int64_t target = a.nnz * t / team;
+    bounds.push_back(std::max(bounds.back(), static_cast<std::int64_t>(std::upper_bound(
+        a.row_ptr, a.row_ptr + a.rows + 1, target) - a.row_ptr - 1)));
+  }
+  bounds.push_back(a.rows);
+  const std::int64_t block = detail::feature_block(n_out * team, f);
+  float* partials = team > 1 ? scratch::shared_floats(static_cast<std::size_t>(
+                                   (team - 1) * n_out * block))
+                             : nullptr;
+  const detail::ScatterFn fn = detail::scatter_fn();
+  const SpmmArgs s{a, x.data, x.cols, 0.0f, nullptr, nullptr, 0};
+#pragma omp parallel num_threads(team)
+  for (std::int64_t f0 = 0; f0 < f; f0 += block) {
+    const std::int64_t f1 = std::min(f, f0 + block), nf = f1 - f0;
+    const int t = omp_get_thread_num();
+    // Initialise: y's block (beta y or 0) by thread 0, the other partials to 0 by their owners.
+    if (t == 0) {
+      for (std::int64_t c = 0; c < n_out; ++c) {
+        float* r = y.data + c * f + f0;
+        for (std::int64_t j = 0; j < nf; ++j) r[j] = beta == 0.0f ? 0.0f : beta * r[j];
+      }
+      fn(s, bounds[0], bounds[1], f0, f1, y.data + f0, f);
+    } else {
+      float* p = partials + (t - 1) * n_out * nf;
+      std::fill(p, p + n_out * nf, 0.0f);
+      fn(s, bounds[t], bounds[t + 1], f0, f1, p, nf);
+    }
+#pragma omp barrier
+    // y += partial 1 + partial 2 + ... (in thread order), rows split among the threads.
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < n_out; ++c) {
+      float* r = y.data + c * f + f0;
+      for (int u = 1; u < team; ++u) {
+        const float* p = partials + ((u - 1) * n_out + c) * nf;
+        for (std::int64_t j = 0; j < nf; ++j) r[j] = r[j] + p[j];
+      }
     }
   }
-  const CsrView t{a.cols,       a.rows,       a.nnz,
-                  t_ptr.data(), t_col.data(), a.val ? t_val.data() : nullptr};
-  spmm(t, x, beta, y);
 }
 
 }  // namespace halognn::kernels::reference

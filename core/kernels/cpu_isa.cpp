@@ -1,0 +1,76 @@
+#include "core/kernels/cpu_isa.hpp"
+
+#include <atomic>
+
+#include "core/error.hpp"
+
+namespace halognn::kernels {
+namespace {
+
+CpuIsa detect() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  // libgcc also checks that the OS saves the wider registers (XCR0), so a CPU whose OS does not
+  // enable AVX-512 state reports no avx512f here.
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return CpuIsa::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::avx2;
+#endif
+  return CpuIsa::sse2;
+}
+
+std::atomic<int> g_limit{static_cast<int>(CpuIsa::avx512)};
+std::atomic<int> g_numerics{static_cast<int>(CpuNumerics::fast)};
+
+}  // namespace
+
+const char* to_string(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::sse2: return "sse2";
+    case CpuIsa::avx2: return "avx2";
+    case CpuIsa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+CpuIsa parse_cpu_isa(const std::string& s) {
+  if (s == "sse2") return CpuIsa::sse2;
+  if (s == "avx2") return CpuIsa::avx2;
+  if (s == "avx512") return CpuIsa::avx512;
+  throw ConfigError("unknown instruction set '" + s + "' (choices: sse2, avx2, avx512)");
+}
+
+CpuIsa detected_cpu_isa() {
+  static const CpuIsa isa = detect();
+  return isa;
+}
+
+CpuIsa cpu_isa() {
+  const int limit = g_limit.load(std::memory_order_relaxed);
+  const int have = static_cast<int>(detected_cpu_isa());
+  return static_cast<CpuIsa>(limit < have ? limit : have);
+}
+
+void set_cpu_isa_limit(CpuIsa limit) {
+  g_limit.store(static_cast<int>(limit), std::memory_order_relaxed);
+}
+
+const char* to_string(CpuNumerics n) { return n == CpuNumerics::fast ? "fast" : "portable"; }
+
+CpuNumerics parse_cpu_numerics(const std::string& s) {
+  if (s == "fast") return CpuNumerics::fast;
+  if (s == "portable") return CpuNumerics::portable;
+  throw ConfigError("--numerics must be fast or portable, got '" + s + "'");
+}
+
+CpuNumerics cpu_numerics() {
+  return static_cast<CpuNumerics>(g_numerics.load(std::memory_order_relaxed));
+}
+
+void set_cpu_numerics(CpuNumerics n) {
+  g_numerics.store(static_cast<int>(n), std::memory_order_relaxed);
+}
+
+}  // namespace halognn::kernels

@@ -1,0 +1,49 @@
+#pragma once
+/// @file cpu_isa.hpp
+/// Run-time choices of the CPU kernels: the vector instruction set they use and the numerics mode.
+///
+/// The build has no -march: the hot kernels (GEMM, SpMM, the fused layer kernels) are compiled
+/// once per instruction set (x86-64 baseline SSE2, AVX2 + FMA, AVX-512) and the widest one the
+/// CPU supports is picked at run time, so one binary runs everywhere and uses what it finds.
+///
+/// Numerics. Every multi-versioned kernel computes each output element with the same operations
+/// in the same order whatever the vector width (lanes only ever hold different output elements;
+/// sums run in a fixed order; the GEMM's depth blocking is a constant). Whether a multiply-add is
+/// fused is the one choice left, and it is the numerics mode:
+/// - `portable`: never fused. Results are bit-identical on every x86-64 CPU (with or without
+///   AVX-512) for a given thread count. Tests that pin bits use this mode.
+/// - `fast` (default): the GEMM fuses multiply-adds where the CPU has FMA (AVX2 and AVX-512 give
+///   identical bits; a CPU without FMA gives the portable bits).
+/// Both modes are deterministic run to run.
+#include <string>
+
+namespace halognn::kernels {
+
+/// Instruction sets the CPU kernels are compiled for, narrowest first.
+enum class CpuIsa { sse2 = 0, avx2 = 1, avx512 = 2 };
+
+/// "sse2" | "avx2" | "avx512".
+const char* to_string(CpuIsa isa);
+/// Parses the names above; throws ConfigError otherwise.
+CpuIsa parse_cpu_isa(const std::string& s);
+
+/// The widest instruction set this CPU (and its OS) supports.
+CpuIsa detected_cpu_isa();
+/// What the kernels use now: the detected set, narrowed by set_cpu_isa_limit.
+CpuIsa cpu_isa();
+/// Caps the instruction set the kernels may use (tests compare the variants; benchmarks time
+/// them). A cap above the detected set is clamped to it. Process-wide; not thread-safe against
+/// kernels running concurrently.
+void set_cpu_isa_limit(CpuIsa limit);
+
+enum class CpuNumerics { fast, portable };
+
+/// "fast" | "portable".
+const char* to_string(CpuNumerics n);
+/// Parses the names above; throws ConfigError naming --numerics otherwise.
+CpuNumerics parse_cpu_numerics(const std::string& s);
+CpuNumerics cpu_numerics();
+/// Process-wide (halognn-train applies TrainConfig::numerics with it).
+void set_cpu_numerics(CpuNumerics n);
+
+}  // namespace halognn::kernels

@@ -1,0 +1,36 @@
+#pragma once
+/// @file sparse_rows.hpp
+/// The multi-versioned SpMM row kernel of sparse.cpp, for the other CPU kernels that aggregate
+/// rows with per-entry weights (the GAT kernels). Internal to core/kernels/reference.
+#include <cstdint>
+#include <vector>
+
+#include "core/buffer.hpp"
+
+namespace halognn::kernels::reference::detail {
+
+/// y[i, f] = beta*y[i, f] (or 0) + sum over entries k of row i of w_k * x[a.col[k], f], then
+/// + bias[f]: one multiply and one add per entry, entries in order. w_k = a.val[k * val_stride]
+/// (1 when a.val is null). x and y are row-major with leading dimensions ldx and ldy; the feature
+/// range is given per call.
+struct SpmmArgs {
+  CsrView a;
+  const float* x = nullptr;
+  std::int64_t ldx = 0;
+  float beta = 0.0f;
+  const float* bias = nullptr;
+  float* y = nullptr;
+  std::int64_t ldy = 0;
+  std::int64_t val_stride = 1;
+};
+
+/// Rows [r0, r1), feature columns [f0, f1), with the instruction set of cpu_isa().
+using SpmmRowsFn = void (*)(const SpmmArgs&, std::int64_t r0, std::int64_t r1, std::int64_t f0,
+                            std::int64_t f1);
+SpmmRowsFn spmm_rows_fn();
+
+/// Row boundaries of chunks of about `entries` stored entries (rows are never split): the unit of
+/// dynamic scheduling over power-law rows.
+std::vector<std::int64_t> row_chunks(const CsrView& a, std::int64_t entries);
+
+}  // namespace halognn::kernels::reference::detail
