@@ -10,6 +10,12 @@
 #   --results DIR      HALOGNN_RESULTS     per-job folders go here (default: SUBMIT_DIR/results)
 #   --launcher NAME    HALOGNN_LAUNCHER    srun (direct launch, default) | mpirun (inside the allocation)
 #   --bin DIR          HALOGNN_BIN         the tools (default: HALOGNN_HOME/build/bin)
+#   --checkpoint-dir DIR      HALOGNN_CHECKPOINT_DIR    training checkpoints (default:
+#                                                       RESULTS/JOBID/checkpoints); a requeued
+#                                                       job resumes from the newest complete one
+#   --checkpoint-every N      HALOGNN_CHECKPOINT_EVERY  a checkpoint every N epochs (default 10;
+#                                                       0: after the last epoch only)
+#   --keep-checkpoints K      HALOGNN_KEEP_CHECKPOINTS  keep the newest K (default 2; 0: all)
 #   -- ARGS...         HALOGNN_TRAIN_ARGS  halognn-train options (model, codec, exchange, ...);
 #                                          the words after -- follow those of HALOGNN_TRAIN_ARGS
 # HALOGNN_HOME is the checkout (default: the submit directory).
@@ -49,6 +55,9 @@ hj_parse_args() {
   hj_results=${HALOGNN_RESULTS:-}
   hj_launcher=${HALOGNN_LAUNCHER:-srun}
   hj_bin=${HALOGNN_BIN:-}
+  hj_ckpt_dir=${HALOGNN_CHECKPOINT_DIR:-}
+  hj_ckpt_every=${HALOGNN_CHECKPOINT_EVERY:-10}
+  hj_ckpt_keep=${HALOGNN_KEEP_CHECKPOINTS:-2}
   # shellcheck disable=SC2206
   hj_train_args=(${HALOGNN_TRAIN_ARGS:-})
   while [[ $# -gt 0 ]]; do
@@ -58,10 +67,24 @@ hj_parse_args() {
       --results) hj_results=${2:?--results needs a directory}; shift 2 ;;
       --launcher) hj_launcher=${2:?--launcher needs srun or mpirun}; shift 2 ;;
       --bin) hj_bin=${2:?--bin needs a directory}; shift 2 ;;
+      --checkpoint-dir) hj_ckpt_dir=${2:?--checkpoint-dir needs a directory}; shift 2 ;;
+      --checkpoint-every) hj_ckpt_every=${2:?--checkpoint-every needs a number of epochs}; shift 2 ;;
+      --keep-checkpoints) hj_ckpt_keep=${2:?--keep-checkpoints needs a count}; shift 2 ;;
       --) shift; hj_train_args+=("$@"); break ;;
-      *) hj_die "unknown option '$1' (job options: --partition --data --results --launcher --bin; halognn-train options go after --)" ;;
+      *) hj_die "unknown option '$1' (job options: --partition --data --results --launcher --bin --checkpoint-dir --checkpoint-every --keep-checkpoints; halognn-train options go after --)" ;;
     esac
   done
+  # The job owns checkpointing (a requeued job must find them and resume), so halognn-train's own
+  # checkpoint options are job options here: one way to set each.
+  local w
+  for w in "${hj_train_args[@]}"; do
+    case $w in
+      --checkpoint-dir|--checkpoint-dir=*|--checkpoint-every|--checkpoint-every=*|--keep-checkpoints|--keep-checkpoints=*|--resume|--resume=*)
+        hj_die "halognn-train option '${w%%=*}': checkpoints are set by the job (job options --checkpoint-dir, --checkpoint-every, --keep-checkpoints; a requeued job resumes by itself)" ;;
+    esac
+  done
+  [[ $hj_ckpt_every =~ ^[0-9]+$ ]] || hj_die "--checkpoint-every '$hj_ckpt_every': a number of epochs (0: after the last only)"
+  [[ $hj_ckpt_keep =~ ^[0-9]+$ ]] || hj_die "--keep-checkpoints '$hj_ckpt_keep': a count (0: keep all)"
   [[ -n ${SLURM_JOB_ID:-} ]] || hj_die "not inside a Slurm job (no SLURM_JOB_ID): submit with sbatch, or run inside salloc"
   hj_home=${HALOGNN_HOME:-${SLURM_SUBMIT_DIR:-$PWD}}
   hj_bin=${hj_bin:-$hj_home/build/bin}
@@ -109,17 +132,39 @@ hj_ensure_partition() {
   ) 9>"$hj_partition.lock"
 }
 
-# hj_job_dir: create RESULTS/JOBID. A requeued job (same id, SLURM_RESTART_COUNT > 0) moves the
-# files of its earlier attempt into attempt-N/ first, so no attempt's output is overwritten.
+# hj_newest_checkpoint DIR: the newest complete checkpoint in DIR (one with a manifest), or
+# nothing.
+hj_newest_checkpoint() {
+  local m
+  m=$(find "$1" -mindepth 2 -maxdepth 2 -path '*/epoch-*/manifest.json' 2>/dev/null | sort | tail -n 1)
+  [[ -n $m ]] && dirname "$m"
+  return 0
+}
+
+# hj_job_dir: create RESULTS/JOBID and decide where training starts. A requeued job (same id,
+# SLURM_RESTART_COUNT > 0) moves the files of its earlier attempt into attempt-N/ first, so no
+# attempt's output is overwritten. When that attempt did not complete (killed, preempted, node
+# lost) and left a complete checkpoint, this attempt resumes from it (hj_resume) and continues its
+# metrics file (a copy of it stays in attempt-N/); after a completed attempt it trains anew, and
+# the old checkpoints (of the job's default checkpoint folder) go to attempt-N/ too.
 hj_job_dir() {
   hj_dir=$hj_results/$SLURM_JOB_ID
+  hj_ckpt_dir=${hj_ckpt_dir:-$hj_dir/checkpoints}
+  hj_resume=""
   mkdir -p "$hj_dir"
   local restarts=${SLURM_RESTART_COUNT:-0} f
   if (( restarts > 0 )) && [[ -e $hj_dir/job.json ]]; then
-    local prev=$hj_dir/attempt-$((restarts - 1))
+    local prev=$hj_dir/attempt-$((restarts - 1)) completed=""
+    grep -q '"state": "completed"' "$hj_dir/job.json" && completed=1
+    [[ -z $completed ]] && hj_resume=$(hj_newest_checkpoint "$hj_ckpt_dir")
     mkdir -p "$prev"
     for f in "$hj_dir"/*; do
-      [[ $(basename "$f") == attempt-* ]] || mv -f "$f" "$prev/"
+      case $(basename "$f") in
+        attempt-*) ;;
+        checkpoints) [[ -n $completed ]] && mv -f "$f" "$prev/" ;;
+        metrics.jsonl) if [[ -n $hj_resume ]]; then cp -f "$f" "$prev/"; else mv -f "$f" "$prev/"; fi ;;
+        *) mv -f "$f" "$prev/" ;;
+      esac
     done
   fi
 }
@@ -134,8 +179,10 @@ hj_write_job_json() {
     printf ' "nodes": %s, "ntasks": %s, "omp_threads": %s, "launcher": %s, "kind": %s,\n' \
       "$(hj_json_str "${SLURM_JOB_NODELIST:-}")" "$hj_ntasks" "$hj_threads" "$(hj_json_str "$hj_launcher")" \
       "$(hj_json_str "$hj_kind")"
-    printf ' "partition": %s, "started": %s, "finished": %s,\n' \
-      "$(hj_json_str "$hj_partition")" "$(hj_json_str "$hj_started")" \
+    printf ' "partition": %s, "checkpoints": %s, "resumed_from": %s, "started": %s, "finished": %s,\n' \
+      "$(hj_json_str "$hj_partition")" "$(hj_json_str "$hj_ckpt_dir")" \
+      "$(if [[ -n $hj_resume ]]; then hj_json_str "$hj_resume"; else echo null; fi)" \
+      "$(hj_json_str "$hj_started")" \
       "$(hj_json_str "$([[ $state == running ]] || date -Is)")"
     printf ' "command": %s}\n' "$(hj_json_words "${hj_cmd[@]}")"
   } | hj_write_atomic "$hj_dir/job.json"
@@ -160,7 +207,9 @@ hj_run_training() {
   hj_started=$(date -Is)
   hj_ensure_partition "$hj_ntasks" "$hj_dir/partition.log"
   local train=("$hj_bin/halognn-train" --partition "$hj_partition" --device "$hj_kind"
-               --metrics "$hj_dir/metrics.jsonl" "${hj_train_args[@]}")
+               --metrics "$hj_dir/metrics.jsonl" --checkpoint-dir "$hj_ckpt_dir"
+               --checkpoint-every "$hj_ckpt_every" --keep-checkpoints "$hj_ckpt_keep"
+               ${hj_resume:+--resume "$hj_ckpt_dir"} "${hj_train_args[@]}")
   if [[ $hj_launcher == srun ]]; then
     # --kill-on-bad-exit: one failed rank ends the step instead of leaving the others waiting.
     hj_cmd=(srun --kill-on-bad-exit=1 --ntasks="$hj_ntasks" "${train[@]}")
@@ -178,6 +227,7 @@ hj_run_training() {
   fi
   hj_write_job_json running
   echo "$hj_prog: job $SLURM_JOB_ID on ${SLURM_JOB_NODELIST:-?}: $hj_ntasks rank(s) x $hj_threads thread(s), $hj_launcher; results in $hj_dir"
+  [[ -z $hj_resume ]] || echo "$hj_prog: attempt $((${SLURM_RESTART_COUNT:-0} + 1)) resumes from $hj_resume"
   local rc=0
   "${hj_cmd[@]}" > >(tee "$hj_dir/train.log") 2>&1 || rc=$?
   wait  # for tee

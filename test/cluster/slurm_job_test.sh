@@ -7,7 +7,9 @@
 #      shared-memory run of the same training;
 #   2. the same training script with --launcher mpirun (mpirun inside the allocation), reusing the
 #      partition: same metrics; then requeued (scontrol requeue): the rerun keeps the first
-#      attempt's files in attempt-0/ and writes equal metrics again; the same script inside salloc;
+#      attempt's files in attempt-0/ and writes equal metrics again; a job requeued while it
+#      trains resumes from its newest checkpoint and ends with the metrics of an uninterrupted
+#      run; the same script inside salloc;
 #   3. a training job whose partition step fails: the job fails, and the dependent job never runs;
 #   4. train_gpu.sbatch, partitioning the dataset as a step of the job, on placeholder GPUs (netns_cluster.sh --gpus: a GRES without GPUs behind
 #      it) with a stand-in for halognn-train that records what each rank was given: one rank per
@@ -102,6 +104,45 @@ else
     ct_fail "the requeued job did not keep its first attempt in attempt-0/: $(ls "$work/results/$mpi_id")"
   grep -q '"restart_count": 1' "$work/results/$mpi_id/job.json" || ct_fail "job.json of the rerun: restart_count is not 1"
   check_job "$mpi_id" "requeued job $mpi_id"
+fi
+
+# 2b. A job requeued while it trains (node failure, preemption) resumes from its newest complete
+#     checkpoint and ends with the metrics of a run that was never stopped. A 5 ms emulated link
+#     latency keeps it training for several seconds, long enough to requeue it mid-run.
+long_args=(--model sage --layers 2 --hidden 32 --epochs 300 --eval-every 1 --seed 7 --quiet
+           --emulate-link "10,5000")
+ct_reference_run "$work/shm-long.jsonl" "${long_args[@]}"
+long_id=$(on_h0 sbatch --parsable --nodes 2 --ntasks-per-node 1 "$src/launch/slurm/train_cpu.sbatch" \
+            --partition "$work/parts/p2" --results "$work/results" --checkpoint-every 20 \
+            -- "${long_args[@]}") || ct_fail "sbatch of the long training job"
+ckpts=$work/results/$long_id/checkpoints
+for _ in $(seq 1200); do
+  compgen -G "$ckpts/epoch-*/manifest.json" >/dev/null && break
+  sleep 0.1
+done
+compgen -G "$ckpts/epoch-*/manifest.json" >/dev/null || ct_fail "job $long_id wrote no checkpoint in 120 s"
+on_h0 scontrol requeue "$long_id" || ct_fail "scontrol requeue $long_id (running)"
+state=""
+for _ in $(seq 480); do
+  state=$(on_h0 scontrol show job "$long_id" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)
+  restarts=$(on_h0 scontrol show job "$long_id" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
+  [[ $restarts == 1 && $state =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]] && break
+  sleep 0.5
+done
+d=$work/results/$long_id
+if [[ $state != COMPLETED ]]; then
+  ct_fail "job $long_id requeued while training ended $state (restarts ${restarts:-?}): $(tail -n 5 "$d/train.log" 2>/dev/null)"
+elif ! grep -q "resuming from $ckpts/epoch-" "$d/train.log"; then
+  ct_fail "job $long_id did not resume after the requeue: $(grep -m 3 -i 'resum\|halognn-job' "$d/train.log")"
+else
+  grep -q '"state": "running"' "$d/attempt-0/job.json" ||
+    ct_fail "job $long_id: the first attempt was not stopped while running: $(cat "$d/attempt-0/job.json")"
+  grep -q '"resumed_from": "'"$ckpts"'/epoch-' "$d/job.json" || ct_fail "job.json of the resumed attempt: $(cat "$d/job.json")"
+  if ct_same_metrics "$work/shm-long.jsonl" "$d/metrics.jsonl"; then
+    echo "ok: job $long_id requeued at $(grep -o 'after epoch [0-9]*' "$d/train.log" | head -n 1), resumed, metrics equal an uninterrupted run"
+  else
+    ct_fail "job $long_id: the resumed run's metrics differ from an uninterrupted run"
+  fi
 fi
 
 # The same script inside an interactive allocation (salloc runs it where salloc runs).
