@@ -132,14 +132,13 @@ done
 d=$work/results/$long_id
 if [[ $state != COMPLETED ]]; then
   ct_fail "job $long_id requeued while training ended $state (restarts ${restarts:-?}): $(tail -n 5 "$d/train.log" 2>/dev/null)"
-elif ! grep -q "resuming from $ckpts/epoch-" "$d/train.log"; then
-  ct_fail "job $long_id did not resume after the requeue: $(grep -m 3 -i 'resum\|halognn-job' "$d/train.log")"
+elif ! grep -q '"resumed_from": "'"$ckpts"'/epoch-' "$d/job.json"; then
+  ct_fail "job $long_id did not resume after the requeue: $(cat "$d/job.json")"
 else
   grep -q '"state": "running"' "$d/attempt-0/job.json" ||
     ct_fail "job $long_id: the first attempt was not stopped while running: $(cat "$d/attempt-0/job.json")"
-  grep -q '"resumed_from": "'"$ckpts"'/epoch-' "$d/job.json" || ct_fail "job.json of the resumed attempt: $(cat "$d/job.json")"
   if ct_same_metrics "$work/shm-long.jsonl" "$d/metrics.jsonl"; then
-    echo "ok: job $long_id requeued at $(grep -o 'after epoch [0-9]*' "$d/train.log" | head -n 1), resumed, metrics equal an uninterrupted run"
+    echo "ok: job $long_id requeued, resumed from $(grep -o 'epoch-[0-9]*' "$d/job.json" | head -n 1), metrics equal an uninterrupted run"
   else
     ct_fail "job $long_id: the resumed run's metrics differ from an uninterrupted run"
   fi

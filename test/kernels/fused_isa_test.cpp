@@ -255,13 +255,22 @@ std::vector<float> run_all_kernels() {
           gs_src(120, heads), alpha(1, ga.nnz() * heads), edge(1, ga.nnz() * heads);
       kernels::head_dot(cpu(), z.view(), att.data(), heads, s_src.data());
       kernels::head_dot(cpu(), gy.view(), att.data(), heads, s_dst.data());
-      kernels::gat_aggregate(cpu(), ga.view(), z.view(), s_dst.data(), s_src.data(), heads, 0.2f,
-                             alpha.data(), y.view());
-      kernels::gat_aggregate_backward(cpu(), ga.view(), at, t_to_a.data(), z.view(),
-                                      s_dst.data(), s_src.data(), heads, 0.2f, alpha.data(),
-                                      gy.view(), edge.data(), gs_dst.data(), gs_src.data(),
-                                      gz.view());
-      for (const Matrix* m : {&s_dst, &s_src, &y, &alpha, &gz, &gs_dst, &gs_src}) keep(*m);
+      // Without and with attention dropout (its own path through the SpMM row kernel).
+      std::vector<GlobalId> ids(120);
+      for (int i = 0; i < 120; ++i) ids[static_cast<std::size_t>(i)] = 7 + 2 * i;
+      std::vector<float> mask(static_cast<std::size_t>(ga.nnz() * heads));
+      kernels::edge_dropout_mask(cpu(), RngKey{5, RngPurpose::attention_dropout, 0, 0},
+                                 ids.data(), 0.4f, ga.view(), heads, mask.data());
+      const float* masked = mask.data();
+      for (const float* drop : {static_cast<const float*>(nullptr), masked}) {
+        kernels::gat_aggregate(cpu(), ga.view(), z.view(), s_dst.data(), s_src.data(), heads,
+                               0.2f, alpha.data(), drop, y.view());
+        kernels::gat_aggregate_backward(cpu(), ga.view(), at, t_to_a.data(), z.view(),
+                                        s_dst.data(), s_src.data(), heads, 0.2f, alpha.data(),
+                                        drop, gy.view(), edge.data(), gs_dst.data(),
+                                        gs_src.data(), gz.view());
+        for (const Matrix* m : {&s_dst, &s_src, &y, &alpha, &gz, &gs_dst, &gs_src}) keep(*m);
+      }
     }
   }
   return out;
