@@ -1,12 +1,15 @@
 // Semantic grouping of the boundary graphs (see semantic_groups.hpp and docs/semantic_groups.md).
 //
 // Everything works on the sparse neighbour structure: similarities are only ever computed between
-// a node and the centres it shares a neighbour with (found through V's adjacency), so no
-// |U| x |U| matrix exists and a k-means iteration costs about one pass over the cross edges.
+// a node and the centres it shares a neighbour with, or between clusters sharing a support node
+// (found through inverted indexes over V), so no |U| x |U| matrix exists and a k-means iteration
+// or a merge pass costs at most one walk of the link's two-hop structure. The elbow search runs
+// k-means once, at the largest candidate count, and gets the smaller counts by merging clusters.
 #include "partition/semantic_groups.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <numeric>
 
 #include <omp.h>
@@ -91,9 +94,23 @@ class Fenwick {
   std::vector<double> t_;
 };
 
+/// The centres of a clustering: per cluster, its support in V with the count of members adjacent
+/// to each v (CSR, v ascending), its size and the sum of its members' degrees. The mean vector
+/// is c = count / size, with |c|₁ = degrees / size.
+struct Centres {
+  std::vector<std::int64_t> ptr{0};
+  std::vector<std::int32_t> v;
+  std::vector<std::int32_t> count;
+  std::vector<std::int64_t> size, degrees;
+};
+
 /// k-means of the U nodes of M2M components in the space of the normalised semantic similarity
 /// ŝ(u, c) = S(u, c) / S(u, u) = 2 (A_u · c)² / (|N(u)| (|N(u)| + |c|₁)) ∈ [0, 1] between a node's
 /// indicator vector A_u over V and a centre c (a mean of indicator vectors); distance 1 − ŝ.
+/// Every step walks the sparse structure only: a node meets the centres that share one of its
+/// neighbours, a cluster the clusters that share one of its support's nodes. `work()` counts
+/// those meetings (one per (node or cluster, v, centre) triple visited, plus one per edge and
+/// support entry scanned), the measure tests use to check that no step goes quadratic.
 class SimilarityKMeans {
  public:
   /// @param points  U indices of the nodes to cluster, grouped by component, ascending within
@@ -102,17 +119,15 @@ class SimilarityKMeans {
                    std::vector<std::int32_t> first, std::uint64_t seed, Rank from, Rank to)
       : b_(b), vs_(vs), points_(std::move(points)), first_(std::move(first)),
         rng_(RngKey{seed, RngPurpose::grouping, static_cast<std::uint64_t>(from),
-                    static_cast<std::uint64_t>(to)}) {
-    const std::size_t nu = b.u.size();
-    point_of_u_.assign(nu, -1);
+                    static_cast<std::uint64_t>(to)}),
+        parallel_(b.edges() >= kParallelEdges) {
+    point_of_u_.assign(b.u.size(), -1);
     for (std::size_t i = 0; i < points_.size(); ++i) point_of_u_[static_cast<std::size_t>(points_[i])] = static_cast<std::int32_t>(i);
-    comp_of_point_.resize(points_.size());
-    for (std::size_t c = 0; c + 1 < first_.size(); ++c)
-      for (std::int32_t i = first_[c]; i < first_[c + 1]; ++i) comp_of_point_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(c);
   }
 
   int num_components() const { return static_cast<int>(first_.size()) - 1; }
   std::size_t num_points() const { return points_.size(); }
+  std::int64_t work() const { return work_; }
 
   /// k-means++ centres, one per component first (a random node of each), then drawn with
   /// probability proportional to the squared distance to the nearest centre so far, up to
@@ -130,6 +145,7 @@ class SimilarityKMeans {
       const double nc = static_cast<double>(degree_of(b_, cu));
       for (std::int64_t e = b_.u_ptr[static_cast<std::size_t>(cu)]; e < b_.u_ptr[static_cast<std::size_t>(cu) + 1]; ++e) {
         const std::int32_t v = b_.u_col[static_cast<std::size_t>(e)];
+        work_ += vs_.ptr[static_cast<std::size_t>(v) + 1] - vs_.ptr[static_cast<std::size_t>(v)];
         for (std::int64_t f = vs_.ptr[static_cast<std::size_t>(v)]; f < vs_.ptr[static_cast<std::size_t>(v) + 1]; ++f) {
           const std::int32_t p = point_of_u_[static_cast<std::size_t>(vs_.col[static_cast<std::size_t>(f)])];
           if (p < 0) continue;
@@ -169,53 +185,39 @@ class SimilarityKMeans {
     return centers;
   }
 
-  /// Lloyd's iterations from the first k centres of `seeds`. Returns the within-group inertia
-  /// Σ (1 − ŝ)²; `assign` receives the group (0..k-1) of every point.
-  double run(const std::vector<std::int32_t>& seeds, std::size_t k, int max_iterations,
-             std::vector<std::int32_t>& assign) {
+  /// Lloyd's iterations from the clustering `assign` (a cluster in [0, k) per point, -1: none;
+  /// the centres start as the means of their members). Each iteration moves every point to the
+  /// centre of largest ŝ among those it shares a neighbour with (a point sharing none is an
+  /// orphan, -1: a group by itself, exact as a star), then makes the centres the means of their
+  /// members. Stops when at most one point in a thousand moved (none below 1000 points) or after
+  /// `max_iterations` assignment steps. `assign` receives the result.
+  void lloyd(std::vector<std::int32_t>& assign, std::size_t k, int max_iterations) {
     const std::size_t n = points_.size(), nv = b_.v.size();
-    // Centres as CSR over groups: (v, weight), and their L1 norms.
-    std::vector<std::int64_t> c_ptr{0};
-    std::vector<std::int32_t> c_v;
-    std::vector<float> c_w;
-    std::vector<double> c_norm;
-    for (std::size_t g = 0; g < k; ++g) {
-      const std::int32_t u = points_[static_cast<std::size_t>(seeds[g])];
-      for (std::int64_t e = b_.u_ptr[static_cast<std::size_t>(u)]; e < b_.u_ptr[static_cast<std::size_t>(u) + 1]; ++e) {
-        c_v.push_back(b_.u_col[static_cast<std::size_t>(e)]);
-        c_w.push_back(1.0f);
-      }
-      c_ptr.push_back(static_cast<std::int64_t>(c_v.size()));
-      c_norm.push_back(static_cast<double>(degree_of(b_, u)));
-    }
-    // A point that shares no neighbour with any centre is an orphan (-1): it will be a group by
-    // itself, exact as a star, and counts as distance 1 in the inertia.
-    assign.assign(n, -1);
-    std::vector<double> dist(n, 1.0);
-    double inertia = 0;
+    const auto settled = static_cast<std::int64_t>(n / 1000);
     const int threads = omp_get_max_threads();
-    // Threads pay off only on large links: small ones run on the calling thread.
-    const bool parallel = b_.edges() >= kParallelEdges;
     for (int it = 0;; ++it) {
-      // Inverted index: for each v, the centres whose support contains it.
+      const Centres c = centres_of(assign, k);
+      // Inverted index: for each v, the centres whose support contains it, with c_v.
       std::vector<std::int64_t> inv_ptr(nv + 1, 0);
-      for (const std::int32_t v : c_v) ++inv_ptr[static_cast<std::size_t>(v) + 1];
+      for (const std::int32_t v : c.v) ++inv_ptr[static_cast<std::size_t>(v) + 1];
       std::partial_sum(inv_ptr.begin(), inv_ptr.end(), inv_ptr.begin());
-      std::vector<std::int32_t> inv_g(c_v.size());
-      std::vector<float> inv_w(c_v.size());
+      std::vector<std::int32_t> inv_g(c.v.size());
+      std::vector<float> inv_w(c.v.size());
       {
         std::vector<std::int64_t> fill(inv_ptr.begin(), inv_ptr.end() - 1);
         for (std::size_t g = 0; g < k; ++g)
-          for (std::int64_t e = c_ptr[g]; e < c_ptr[g + 1]; ++e) {
-            const auto at = static_cast<std::size_t>(fill[static_cast<std::size_t>(c_v[static_cast<std::size_t>(e)])]++);
+          for (std::int64_t e = c.ptr[g]; e < c.ptr[g + 1]; ++e) {
+            const auto at = static_cast<std::size_t>(fill[static_cast<std::size_t>(c.v[static_cast<std::size_t>(e)])]++);
             inv_g[at] = static_cast<std::int32_t>(g);
-            inv_w[at] = c_w[static_cast<std::size_t>(e)];
+            inv_w[at] = static_cast<float>(c.count[static_cast<std::size_t>(e)]) / static_cast<float>(c.size[g]);
           }
       }
+      std::vector<double> norm(k, 0.0);
+      for (std::size_t g = 0; g < k; ++g)
+        if (c.size[g] > 0) norm[g] = static_cast<double>(c.degrees[g]) / static_cast<double>(c.size[g]);
       // Assignment step (parallel over points; each point's choice is independent).
-      std::int64_t moved = 0;
-      inertia = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : moved, inertia) if (parallel)
+      std::int64_t moved = 0, work = static_cast<std::int64_t>(c.v.size());
+#pragma omp parallel num_threads(threads) reduction(+ : moved, work) if (parallel_)
       {
         std::vector<double> acc(k, 0.0);
         std::vector<std::int32_t> touched;
@@ -224,6 +226,7 @@ class SimilarityKMeans {
           const std::int32_t u = points_[static_cast<std::size_t>(i)];
           for (std::int64_t e = b_.u_ptr[static_cast<std::size_t>(u)]; e < b_.u_ptr[static_cast<std::size_t>(u) + 1]; ++e) {
             const std::int32_t v = b_.u_col[static_cast<std::size_t>(e)];
+            work += 1 + inv_ptr[static_cast<std::size_t>(v) + 1] - inv_ptr[static_cast<std::size_t>(v)];
             for (std::int64_t f = inv_ptr[static_cast<std::size_t>(v)]; f < inv_ptr[static_cast<std::size_t>(v) + 1]; ++f) {
               const std::int32_t g = inv_g[static_cast<std::size_t>(f)];
               if (acc[static_cast<std::size_t>(g)] == 0.0) touched.push_back(g);
@@ -235,7 +238,7 @@ class SimilarityKMeans {
           std::int32_t best_g = -1;
           for (const std::int32_t g : touched) {
             const double dot = acc[static_cast<std::size_t>(g)];
-            const double s = 2.0 * dot * dot / (nu * (nu + c_norm[static_cast<std::size_t>(g)]));
+            const double s = 2.0 * dot * dot / (nu * (nu + norm[static_cast<std::size_t>(g)]));
             if (s > best || (s == best && (best_g < 0 || g < best_g))) {
               best = s;
               best_g = g;
@@ -243,79 +246,355 @@ class SimilarityKMeans {
             acc[static_cast<std::size_t>(g)] = 0.0;
           }
           touched.clear();
-          const double d = best < 0 ? 1.0 : std::max(0.0, 1.0 - std::min(best, 1.0));
-          dist[static_cast<std::size_t>(i)] = d;
-          inertia += d * d;
           moved += best_g != assign[static_cast<std::size_t>(i)];
           assign[static_cast<std::size_t>(i)] = best_g;
         }
       }
-      if ((moved == 0 && it > 0) || it >= max_iterations) break;
-      // Update step: each centre becomes the mean of its members' indicator vectors.
-      std::vector<std::int64_t> m_ptr(k + 1, 0);
-      for (const std::int32_t g : assign)
-        if (g >= 0) ++m_ptr[static_cast<std::size_t>(g) + 1];
-      std::partial_sum(m_ptr.begin(), m_ptr.end(), m_ptr.begin());
-      std::vector<std::int32_t> members(static_cast<std::size_t>(m_ptr.back()));
-      {
-        std::vector<std::int64_t> fill(m_ptr.begin(), m_ptr.end() - 1);
-        for (std::size_t i = 0; i < n; ++i)
-          if (assign[i] >= 0)
-            members[static_cast<std::size_t>(fill[static_cast<std::size_t>(assign[i])]++)] = points_[i];
-      }
-      std::vector<std::vector<std::pair<std::int32_t, float>>> next(k);
-      std::vector<double> next_norm(k, 0.0);
-#pragma omp parallel num_threads(threads) if (parallel)
-      {
-        std::vector<std::int32_t> count(nv, 0), touched;
-#pragma omp for schedule(dynamic, 16)
-        for (std::int64_t g = 0; g < static_cast<std::int64_t>(k); ++g) {
-          const std::int64_t size = m_ptr[static_cast<std::size_t>(g) + 1] - m_ptr[static_cast<std::size_t>(g)];
-          if (size == 0) continue;
-          std::int64_t degrees = 0;
-          for (std::int64_t m = m_ptr[static_cast<std::size_t>(g)]; m < m_ptr[static_cast<std::size_t>(g) + 1]; ++m) {
-            const std::int32_t u = members[static_cast<std::size_t>(m)];
-            degrees += degree_of(b_, u);
-            for (std::int64_t e = b_.u_ptr[static_cast<std::size_t>(u)]; e < b_.u_ptr[static_cast<std::size_t>(u) + 1]; ++e) {
-              const std::int32_t v = b_.u_col[static_cast<std::size_t>(e)];
-              if (count[static_cast<std::size_t>(v)]++ == 0) touched.push_back(v);
-            }
-          }
-          std::sort(touched.begin(), touched.end());
-          auto& out = next[static_cast<std::size_t>(g)];
-          out.reserve(touched.size());
-          for (const std::int32_t v : touched) {
-            out.emplace_back(v, static_cast<float>(count[static_cast<std::size_t>(v)]) / static_cast<float>(size));
-            count[static_cast<std::size_t>(v)] = 0;
-          }
-          touched.clear();
-          next_norm[static_cast<std::size_t>(g)] = static_cast<double>(degrees) / static_cast<double>(size);
-        }
-      }
-      c_ptr.assign(1, 0);
-      c_v.clear();
-      c_w.clear();
-      for (std::size_t g = 0; g < k; ++g) {
-        for (const auto& [v, w] : next[g]) {
-          c_v.push_back(v);
-          c_w.push_back(w);
-        }
-        c_ptr.push_back(static_cast<std::int64_t>(c_v.size()));
-      }
-      c_norm = std::move(next_norm);
+      work_ += work;
+      if (moved <= settled || it + 1 >= max_iterations) break;
     }
-    return inertia;
   }
 
-  const std::vector<std::int32_t>& points() const { return points_; }
+  /// The within-group inertia Σ (1 − ŝ(u, c_g))² of the clustering `assign` with k clusters,
+  /// every point measured against its own cluster's mean (an orphan counts 1), per cluster.
+  std::vector<double> cluster_inertia(const std::vector<std::int32_t>& assign, std::size_t k) {
+    const Centres c = centres_of(assign, k);
+    std::vector<std::int64_t> m_ptr;
+    std::vector<std::int32_t> members;
+    members_of(assign, k, m_ptr, members);
+    std::vector<double> out(k, 0.0);
+    std::int64_t work = 0;
+#pragma omp parallel reduction(+ : work) if (parallel_)
+    {
+      std::vector<float> dense(b_.v.size(), 0.0f);
+#pragma omp for schedule(dynamic, 16)
+      for (std::int64_t g = 0; g < static_cast<std::int64_t>(k); ++g)
+        out[static_cast<std::size_t>(g)] = inertia_of(c, static_cast<std::size_t>(g), members.data() + m_ptr[static_cast<std::size_t>(g)],
+                                                      members.data() + m_ptr[static_cast<std::size_t>(g) + 1], dense, work);
+    }
+    work_ += work;
+    return out;
+  }
+
+  /// Agglomerative merging after k-means, for the inertia curve of every count below the one
+  /// k-means ran at. From the clustering `assign` (clusters 0..k-1, every one non-empty), passes
+  /// merge pairs of clusters that share a support node: each cluster proposes its most similar
+  /// partner (the normalised semantic similarity of the two means), and proposals are taken
+  /// best first while both ends are unmatched and more merges are wanted. After reaching each
+  /// count of `targets` (descending), (count, inertia) goes to `curve`. Stops early when no two
+  /// clusters share a support node. Returns the merges in order, each as (kept, absorbed).
+  std::vector<std::pair<std::int32_t, std::int32_t>> merge_down(
+      const std::vector<std::int32_t>& assign, std::size_t k, const std::vector<std::size_t>& targets,
+      double orphan_inertia, std::vector<std::pair<int, double>>& curve) {
+    // Live clusters: sparse count vectors, members, and their inertia.
+    const Centres c0 = centres_of(assign, k);
+    std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> vec(k);
+    for (std::size_t g = 0; g < k; ++g)
+      for (std::int64_t e = c0.ptr[g]; e < c0.ptr[g + 1]; ++e)
+        vec[g].emplace_back(c0.v[static_cast<std::size_t>(e)], c0.count[static_cast<std::size_t>(e)]);
+    std::vector<std::int64_t> size = c0.size, degrees = c0.degrees;
+    std::vector<std::vector<std::int32_t>> members(k);
+    for (std::size_t i = 0; i < assign.size(); ++i)
+      if (assign[i] >= 0) members[static_cast<std::size_t>(assign[i])].push_back(points_[i]);
+    std::vector<double> inertia = cluster_inertia(assign, k);
+    std::vector<char> alive(k, 1);
+    std::size_t live = k;
+    std::vector<std::pair<std::int32_t, std::int32_t>> merges;
+    const std::size_t nv = b_.v.size();
+    auto total_inertia = [&] {
+      double s = orphan_inertia;
+      for (std::size_t g = 0; g < k; ++g)
+        if (alive[g]) s += inertia[g];
+      return s;
+    };
+    for (const std::size_t target : targets) {
+      int passes = 0;
+      while (live > target) {
+        // Inverted index over the live clusters' supports.
+        std::vector<std::int64_t> inv_ptr(nv + 1, 0);
+        for (std::size_t g = 0; g < k; ++g)
+          if (alive[g])
+            for (const auto& [v, cnt] : vec[g]) ++inv_ptr[static_cast<std::size_t>(v) + 1];
+        std::partial_sum(inv_ptr.begin(), inv_ptr.end(), inv_ptr.begin());
+        std::vector<std::int32_t> inv_g(static_cast<std::size_t>(inv_ptr.back()));
+        std::vector<std::int32_t> inv_c(inv_g.size());
+        {
+          std::vector<std::int64_t> fill(inv_ptr.begin(), inv_ptr.end() - 1);
+          for (std::size_t g = 0; g < k; ++g)
+            if (alive[g])
+              for (const auto& [v, cnt] : vec[g]) {
+                const auto at = static_cast<std::size_t>(fill[static_cast<std::size_t>(v)]++);
+                inv_g[at] = static_cast<std::int32_t>(g);
+                inv_c[at] = cnt;
+              }
+        }
+        // Per cluster: ‖c‖² and |c|₁ of its mean.
+        std::vector<double> sq(k, 0.0), l1(k, 0.0);
+        for (std::size_t g = 0; g < k; ++g)
+          if (alive[g]) {
+            double s = 0;
+            for (const auto& [v, cnt] : vec[g]) s += static_cast<double>(cnt) * cnt;
+            const double n = static_cast<double>(size[g]);
+            sq[g] = s / (n * n);
+            l1[g] = static_cast<double>(degrees[g]) / n;
+          }
+        // Every live cluster's best partner (parallel; each choice is independent).
+        std::vector<std::int32_t> partner(k, -1);
+        std::vector<double> score(k, -1.0);
+        std::int64_t work = static_cast<std::int64_t>(inv_g.size());
+#pragma omp parallel reduction(+ : work) if (parallel_)
+        {
+          std::vector<double> dot(k, 0.0);
+          std::vector<std::int32_t> touched;
+#pragma omp for schedule(dynamic, 16)
+          for (std::int64_t a = 0; a < static_cast<std::int64_t>(k); ++a) {
+            if (!alive[static_cast<std::size_t>(a)]) continue;
+            for (const auto& [v, cnt] : vec[static_cast<std::size_t>(a)]) {
+              work += 1 + inv_ptr[static_cast<std::size_t>(v) + 1] - inv_ptr[static_cast<std::size_t>(v)];
+              for (std::int64_t f = inv_ptr[static_cast<std::size_t>(v)]; f < inv_ptr[static_cast<std::size_t>(v) + 1]; ++f) {
+                const std::int32_t bb = inv_g[static_cast<std::size_t>(f)];
+                if (bb == a) continue;
+                if (dot[static_cast<std::size_t>(bb)] == 0.0) touched.push_back(bb);
+                dot[static_cast<std::size_t>(bb)] += static_cast<double>(cnt) * inv_c[static_cast<std::size_t>(f)];
+              }
+            }
+            const double na = static_cast<double>(size[static_cast<std::size_t>(a)]);
+            for (const std::int32_t bb : touched) {
+              const auto bi = static_cast<std::size_t>(bb), ai = static_cast<std::size_t>(a);
+              // Normalised semantic similarity of the two means: S(a, b) / sqrt(S(a, a) S(b, b))
+              // with S(x, y) = (x · y)² / (|x|₁ + |y|₁), in [0, 1].
+              const double xy = dot[bi] / (na * static_cast<double>(size[bi]));
+              const double s = 2.0 * std::sqrt(l1[ai] * l1[bi]) * xy * xy / ((l1[ai] + l1[bi]) * sq[ai] * sq[bi]);
+              if (s > score[ai] || (s == score[ai] && bb < partner[ai])) {
+                score[ai] = s;
+                partner[ai] = bb;
+              }
+              dot[bi] = 0.0;
+            }
+            touched.clear();
+          }
+        }
+        work_ += work;
+        // Greedy matching, best proposals first (ties by cluster ids: deterministic).
+        std::vector<std::int32_t> order;
+        for (std::size_t g = 0; g < k; ++g)
+          if (alive[g] && partner[g] >= 0) order.push_back(static_cast<std::int32_t>(g));
+        if (order.empty()) return merges;  // nothing shares a support node any more
+        std::sort(order.begin(), order.end(), [&](std::int32_t x, std::int32_t y) {
+          const auto xi = static_cast<std::size_t>(x), yi = static_cast<std::size_t>(y);
+          if (score[xi] != score[yi]) return score[xi] > score[yi];
+          return x < y;
+        });
+        // Greedy matching, best proposals first: a proposal a -> b is taken while neither end
+        // has merged in this pass. From the third pass towards one count on, also stars: a
+        // proposal is taken when b has absorbed (not been absorbed) in this pass. Matching
+        // merges better (lower inertia at the same count than stars on Cora and Coauthor-CS)
+        // but can merge as little as one pair per pass when many clusters propose the same
+        // one; the stars keep the passes per count few.
+        std::vector<char> role(k, 0);  // 0: untouched, 1: absorbs, 2: absorbed
+        std::vector<std::pair<std::int32_t, std::int32_t>> pass;  // (keeper, absorbed)
+        ++passes;
+        for (const bool star : {false, true})
+          for (const std::int32_t a : order) {
+            if (star && passes < 3) break;
+            if (live - pass.size() <= target) break;
+            const std::int32_t bb = partner[static_cast<std::size_t>(a)];
+            const char rb = role[static_cast<std::size_t>(bb)];
+            if (role[static_cast<std::size_t>(a)] != 0 || rb == 2 || (rb == 1 && !star)) continue;
+            role[static_cast<std::size_t>(a)] = 2;
+            role[static_cast<std::size_t>(bb)] = 1;
+            pass.emplace_back(bb, a);
+          }
+        // The absorbed clusters of each keeper, in the order they were taken.
+        std::vector<std::int32_t> keepers, slot(k, -1);
+        for (const auto& [keep, gone] : pass)
+          if (slot[static_cast<std::size_t>(keep)] < 0) {
+            slot[static_cast<std::size_t>(keep)] = static_cast<std::int32_t>(keepers.size());
+            keepers.push_back(keep);
+          }
+        std::vector<std::int64_t> a_ptr(keepers.size() + 1, 0);
+        for (const auto& [keep, gone] : pass) ++a_ptr[static_cast<std::size_t>(slot[static_cast<std::size_t>(keep)]) + 1];
+        std::partial_sum(a_ptr.begin(), a_ptr.end(), a_ptr.begin());
+        std::vector<std::int32_t> absorbed(pass.size());
+        {
+          std::vector<std::int64_t> fill(a_ptr.begin(), a_ptr.end() - 1);
+          for (const auto& [keep, gone] : pass)
+            absorbed[static_cast<std::size_t>(fill[static_cast<std::size_t>(slot[static_cast<std::size_t>(keep)])]++)] = gone;
+        }
+        std::int64_t merge_work = 0;
+#pragma omp parallel reduction(+ : merge_work) if (parallel_)
+        {
+          std::vector<float> dense(nv, 0.0f);
+          std::vector<std::int32_t> count(nv, 0), touched;
+#pragma omp for schedule(dynamic, 4)
+          for (std::int64_t s = 0; s < static_cast<std::int64_t>(keepers.size()); ++s) {
+            const auto ki = static_cast<std::size_t>(keepers[static_cast<std::size_t>(s)]);
+            auto add = [&](const std::vector<std::pair<std::int32_t, std::int32_t>>& x) {
+              merge_work += static_cast<std::int64_t>(x.size());
+              for (const auto& [v, cnt] : x) {
+                if (count[static_cast<std::size_t>(v)] == 0) touched.push_back(v);
+                count[static_cast<std::size_t>(v)] += cnt;
+              }
+            };
+            add(vec[ki]);
+            for (std::int64_t m = a_ptr[static_cast<std::size_t>(s)]; m < a_ptr[static_cast<std::size_t>(s) + 1]; ++m) {
+              const auto gi = static_cast<std::size_t>(absorbed[static_cast<std::size_t>(m)]);
+              add(vec[gi]);
+              std::vector<std::pair<std::int32_t, std::int32_t>>().swap(vec[gi]);
+              members[ki].insert(members[ki].end(), members[gi].begin(), members[gi].end());
+              std::vector<std::int32_t>().swap(members[gi]);
+              size[ki] += size[gi];
+              degrees[ki] += degrees[gi];
+            }
+            std::sort(touched.begin(), touched.end());
+            vec[ki].clear();
+            for (const std::int32_t v : touched) {
+              vec[ki].emplace_back(v, count[static_cast<std::size_t>(v)]);
+              count[static_cast<std::size_t>(v)] = 0;
+            }
+            touched.clear();
+            inertia[ki] = inertia_of_members(vec[ki], size[ki], degrees[ki], members[ki], dense, merge_work);
+          }
+        }
+        work_ += merge_work;
+        for (const auto& [keep, gone] : pass) {
+          alive[static_cast<std::size_t>(gone)] = 0;
+          merges.emplace_back(keep, gone);
+        }
+        live -= pass.size();
+      }
+      curve.emplace_back(static_cast<int>(live), total_inertia());
+    }
+    return merges;
+  }
 
  private:
+  /// The centres of clustering `assign` (k clusters; empty ones have size 0).
+  Centres centres_of(const std::vector<std::int32_t>& assign, std::size_t k) {
+    std::vector<std::int64_t> m_ptr;
+    std::vector<std::int32_t> members;
+    members_of(assign, k, m_ptr, members);
+    Centres c;
+    c.size.assign(k, 0);
+    c.degrees.assign(k, 0);
+    std::vector<std::vector<std::pair<std::int32_t, std::int32_t>>> next(k);
+    std::int64_t work = 0;
+#pragma omp parallel reduction(+ : work) if (parallel_)
+    {
+      std::vector<std::int32_t> count(b_.v.size(), 0), touched;
+#pragma omp for schedule(dynamic, 16)
+      for (std::int64_t g = 0; g < static_cast<std::int64_t>(k); ++g) {
+        const auto gi = static_cast<std::size_t>(g);
+        c.size[gi] = m_ptr[gi + 1] - m_ptr[gi];
+        for (std::int64_t m = m_ptr[gi]; m < m_ptr[gi + 1]; ++m) {
+          const std::int32_t u = members[static_cast<std::size_t>(m)];
+          c.degrees[gi] += degree_of(b_, u);
+          work += degree_of(b_, u);
+          for (std::int64_t e = b_.u_ptr[static_cast<std::size_t>(u)]; e < b_.u_ptr[static_cast<std::size_t>(u) + 1]; ++e) {
+            const std::int32_t v = b_.u_col[static_cast<std::size_t>(e)];
+            if (count[static_cast<std::size_t>(v)]++ == 0) touched.push_back(v);
+          }
+        }
+        std::sort(touched.begin(), touched.end());
+        next[gi].reserve(touched.size());
+        for (const std::int32_t v : touched) {
+          next[gi].emplace_back(v, count[static_cast<std::size_t>(v)]);
+          count[static_cast<std::size_t>(v)] = 0;
+        }
+        touched.clear();
+      }
+    }
+    work_ += work;
+    for (std::size_t g = 0; g < k; ++g) {
+      for (const auto& [v, cnt] : next[g]) {
+        c.v.push_back(v);
+        c.count.push_back(cnt);
+      }
+      c.ptr.push_back(static_cast<std::int64_t>(c.v.size()));
+    }
+    return c;
+  }
+
+  /// Members of each cluster as U indices, CSR over clusters, in point order.
+  void members_of(const std::vector<std::int32_t>& assign, std::size_t k,
+                  std::vector<std::int64_t>& m_ptr, std::vector<std::int32_t>& members) const {
+    m_ptr.assign(k + 1, 0);
+    for (const std::int32_t g : assign)
+      if (g >= 0) ++m_ptr[static_cast<std::size_t>(g) + 1];
+    std::partial_sum(m_ptr.begin(), m_ptr.end(), m_ptr.begin());
+    members.resize(static_cast<std::size_t>(m_ptr.back()));
+    std::vector<std::int64_t> fill(m_ptr.begin(), m_ptr.end() - 1);
+    for (std::size_t i = 0; i < assign.size(); ++i)
+      if (assign[i] >= 0) members[static_cast<std::size_t>(fill[static_cast<std::size_t>(assign[i])]++)] = points_[i];
+  }
+
+  /// Σ (1 − ŝ(u, c))² over the members [first, last) of cluster g of `c`; `dense` (zero on entry
+  /// and on return) holds the centre while it is measured.
+  double inertia_of(const Centres& c, std::size_t g, const std::int32_t* first, const std::int32_t* last,
+                    std::vector<float>& dense, std::int64_t& work) const {
+    if (first == last) return 0.0;
+    for (std::int64_t e = c.ptr[g]; e < c.ptr[g + 1]; ++e)
+      dense[static_cast<std::size_t>(c.v[static_cast<std::size_t>(e)])] = static_cast<float>(c.count[static_cast<std::size_t>(e)]);
+    const double out = members_inertia(static_cast<double>(c.size[g]), static_cast<double>(c.degrees[g]), first, last, dense, work);
+    for (std::int64_t e = c.ptr[g]; e < c.ptr[g + 1]; ++e) dense[static_cast<std::size_t>(c.v[static_cast<std::size_t>(e)])] = 0.0f;
+    work += c.ptr[g + 1] - c.ptr[g];
+    return out;
+  }
+
+  double inertia_of_members(const std::vector<std::pair<std::int32_t, std::int32_t>>& vec, std::int64_t size,
+                            std::int64_t degrees, const std::vector<std::int32_t>& members,
+                            std::vector<float>& dense, std::int64_t& work) const {
+    for (const auto& [v, cnt] : vec) dense[static_cast<std::size_t>(v)] = static_cast<float>(cnt);
+    const double out = members_inertia(static_cast<double>(size), static_cast<double>(degrees), members.data(),
+                                       members.data() + members.size(), dense, work);
+    for (const auto& [v, cnt] : vec) dense[static_cast<std::size_t>(v)] = 0.0f;
+    work += static_cast<std::int64_t>(vec.size());
+    return out;
+  }
+
+  /// Σ (1 − ŝ(u, c))² over members, with the centre's counts in `dense` (c = dense / size).
+  double members_inertia(double size, double degrees, const std::int32_t* first, const std::int32_t* last,
+                         const std::vector<float>& dense, std::int64_t& work) const {
+    const double norm = degrees / size;
+    double s = 0;
+    for (const std::int32_t* m = first; m != last; ++m) {
+      const std::int32_t u = *m;
+      double dot = 0;
+      for (std::int64_t e = b_.u_ptr[static_cast<std::size_t>(u)]; e < b_.u_ptr[static_cast<std::size_t>(u) + 1]; ++e)
+        dot += dense[static_cast<std::size_t>(b_.u_col[static_cast<std::size_t>(e)])];
+      dot /= size;
+      const double nu = static_cast<double>(degree_of(b_, u));
+      const double d = std::max(0.0, 1.0 - std::min(1.0, 2.0 * dot * dot / (nu * (nu + norm))));
+      s += d * d;
+      work += degree_of(b_, u);
+    }
+    return s;
+  }
+
   const BoundaryGraph& b_;
   const VSide& vs_;
   std::vector<std::int32_t> points_, first_;
-  std::vector<std::int32_t> point_of_u_, comp_of_point_;
+  std::vector<std::int32_t> point_of_u_;
   CounterRng rng_;
+  bool parallel_;
+  std::int64_t work_ = 0;
 };
+
+/// Renumbers the clusters of `assign` 0, 1, ... in order of first appearance (-1 stays);
+/// returns how many there are.
+std::size_t compact_clusters(std::vector<std::int32_t>& assign) {
+  std::int32_t top = -1;
+  for (const std::int32_t g : assign) top = std::max(top, g);
+  std::vector<std::int32_t> id(static_cast<std::size_t>(top) + 1, -1);
+  std::int32_t next = 0;
+  for (std::int32_t& g : assign)
+    if (g >= 0) {
+      std::int32_t& r = id[static_cast<std::size_t>(g)];
+      if (r < 0) r = next++;
+      g = r;
+    }
+  return static_cast<std::size_t>(next);
+}
 
 /// The M2M group counts the elbow search tries: k_min times 1, 1.5, 2, 3, 4, 6, ... up to the
 /// number of nodes.
@@ -405,7 +684,9 @@ double grouping_error(const BoundaryGraph& b, const std::vector<std::int32_t>& g
   double err2 = 0;
   for (std::size_t u = 0; u < nu; ++u)
     if (group_of[u] < 0) err2 += static_cast<double>(degree_of(b, static_cast<std::int32_t>(u)));
-#pragma omp parallel reduction(+ : err2) if (b.edges() >= kParallelEdges)
+  // Per group, summed in group order afterwards: the same value for every thread count.
+  std::vector<double> group_err2(static_cast<std::size_t>(groups), 0.0);
+#pragma omp parallel if (b.edges() >= kParallelEdges)
   {
     std::vector<std::int32_t> dv(b.v.size(), 0), touched;
 #pragma omp for schedule(dynamic, 16)
@@ -434,11 +715,12 @@ double grouping_error(const BoundaryGraph& b, const std::vector<std::int32_t>& g
           edges_term += (1 - bt) * (1 - bt) - bt * bt;
         }
       }
-      err2 += sum_dv2 * sum_du2 / (eg * eg) + edges_term;
+      group_err2[static_cast<std::size_t>(g)] = sum_dv2 * sum_du2 / (eg * eg) + edges_term;
       for (const std::int32_t v : touched) dv[static_cast<std::size_t>(v)] = 0;
       touched.clear();
     }
   }
+  for (const double x : group_err2) err2 += x;
   return std::sqrt(std::max(0.0, err2) / static_cast<double>(b.edges()));
 }
 
@@ -541,20 +823,48 @@ LinkGroups group_link(const BoundaryGraph& b, const GroupingConfig& cfg) {
     } else {
       ks = candidate_counts(k_min, points);
     }
+    // One k-means run, at the largest count, from k-means++ seeds.
     const std::vector<std::int32_t> seeds = km.seed_centers(ks.back());
-    std::vector<std::vector<std::int32_t>> assignments;
-    for (std::size_t k : ks) {
-      k = std::min(k, seeds.size());
-      if (!out.inertia_curve.empty() && static_cast<std::size_t>(out.inertia_curve.back().first) >= k) continue;
-      std::vector<std::int32_t> assign;
-      const double inertia = km.run(seeds, k, cfg.max_iterations, assign);
-      out.inertia_curve.emplace_back(static_cast<int>(k), inertia);
-      assignments.push_back(std::move(assign));
+    std::vector<std::int32_t> assign(points, -1);
+    for (std::size_t g = 0; g < seeds.size(); ++g) assign[static_cast<std::size_t>(seeds[g])] = static_cast<std::int32_t>(g);
+    km.lloyd(assign, seeds.size(), cfg.max_iterations);
+    std::size_t k = compact_clusters(assign);
+    const double orphans = static_cast<double>(std::count(assign.begin(), assign.end(), -1));
+    double top = orphans;
+    for (const double x : km.cluster_inertia(assign, k)) top += x;
+    if (ks.size() > 1) {
+      // The curve below k from merging its clusters pairwise (SimilarityKMeans::merge_down).
+      std::vector<std::size_t> targets;
+      for (auto it = ks.rbegin(); it != ks.rend(); ++it)
+        if (*it < k) targets.push_back(*it);
+      std::vector<std::pair<int, double>> down;
+      const auto merges = km.merge_down(assign, k, targets, orphans, down);
+      out.inertia_curve.assign(down.rbegin(), down.rend());
+      out.inertia_curve.emplace_back(static_cast<int>(k), top);
+      const auto k_pick = static_cast<std::size_t>(out.inertia_curve[elbow_index(out.inertia_curve)].first);
+      if (k_pick < k) {
+        // The clustering at the elbow (the first k - k_pick merges), refined by Lloyd's
+        // iterations from its means.
+        std::vector<std::int32_t> parent(k);
+        std::iota(parent.begin(), parent.end(), 0);
+        for (std::size_t m = 0; m < k - k_pick; ++m)
+          parent[static_cast<std::size_t>(merges[m].second)] = merges[m].first;
+        auto find = [&](std::int32_t g) {
+          while (parent[static_cast<std::size_t>(g)] != g) g = parent[static_cast<std::size_t>(g)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(g)])];
+          return g;
+        };
+        for (std::int32_t& g : assign)
+          if (g >= 0) g = find(g);
+        k = compact_clusters(assign);
+        km.lloyd(assign, k, cfg.max_iterations);
+        k = compact_clusters(assign);
+      }
+    } else {
+      out.inertia_curve.emplace_back(static_cast<int>(k), top);
     }
-    const std::size_t pick = elbow_index(out.inertia_curve);
-    const std::vector<std::int32_t>& assign = assignments[pick];
+    out.work = km.work();
     // Renumber the non-empty clusters after the fixed groups.
-    std::vector<std::int32_t> renumber(static_cast<std::size_t>(out.inertia_curve[pick].first), -1);
+    std::vector<std::int32_t> renumber(k, -1);
     for (std::size_t i = 0; i < assign.size(); ++i) {
       if (assign[i] < 0) {  // an orphan: a group by itself
         group_of[static_cast<std::size_t>(m2m_points[i])] = static_cast<std::int32_t>(kinds.size());
@@ -610,12 +920,28 @@ LinkGroups group_link(const BoundaryGraph& b, const GroupingConfig& cfg) {
 std::vector<LinkGroups> group_links(const GlobalGraph& g, const std::vector<Rank>& parts,
                                     Rank num_parts, const GroupingConfig& cfg) {
   std::vector<BoundaryGraph> links = boundary_graphs(g, parts, num_parts);
-  std::vector<LinkGroups> out;
-  out.reserve(links.size());
-  // Links one after another, each using every thread inside k-means.
-  for (BoundaryGraph& b : links) {
-    out.push_back(group_link(b, cfg));
-    b = BoundaryGraph();
+  std::vector<LinkGroups> out(links.size());
+  // Small links run side by side, one thread each; large ones one after another, each using
+  // every thread inside (group_link gives the same result on any number of threads).
+  std::vector<std::int64_t> small, large;
+  for (std::size_t i = 0; i < links.size(); ++i)
+    (links[i].edges() >= kParallelEdges ? large : small).push_back(static_cast<std::int64_t>(i));
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::int64_t s = 0; s < static_cast<std::int64_t>(small.size()); ++s) {
+    const auto i = static_cast<std::size_t>(small[static_cast<std::size_t>(s)]);
+    try {
+      out[i] = group_link(links[i], cfg);
+    } catch (...) {
+#pragma omp critical(group_links_failure)
+      if (!failure) failure = std::current_exception();
+    }
+    links[i] = BoundaryGraph();
+  }
+  if (failure) std::rethrow_exception(failure);
+  for (const std::int64_t i : large) {
+    out[static_cast<std::size_t>(i)] = group_link(links[static_cast<std::size_t>(i)], cfg);
+    links[static_cast<std::size_t>(i)] = BoundaryGraph();
   }
   return out;
 }
@@ -643,6 +969,7 @@ Json LinkGroups::to_json() const {
   Json curve = Json::array();
   for (const auto& [k, inertia] : inertia_curve) curve.push_back({k, inertia});
   j["inertia_curve"] = std::move(curve);
+  j["work"] = work;
   // Group sizes (members) in power-of-two bins: entry b counts groups of 2^b .. 2^(b+1) - 1.
   Json sizes = Json::array();
   std::vector<std::int64_t> bins;

@@ -72,8 +72,12 @@ struct LinkGroups {
   std::int64_t dropped_rows = 0;                ///< U nodes of dropped O2O connections
   int m2m_components = 0;
   double error = 0;                             ///< ‖B − B̃‖_F / ‖B‖_F (dropped edges: B̃ = 0)
-  /// The elbow search: (M2M group count, within-group inertia) per count tried.
+  /// The elbow search: (M2M group count, within-group inertia) per count tried, ascending.
   std::vector<std::pair<int, double>> inertia_curve;
+  /// The clustering's work: (node or cluster, neighbour, centre) meetings walked through the
+  /// sparse structure, plus edges and support entries scanned. Linear in the link's two-hop size
+  /// Σ_v deg_U(v)² (times the iteration and pass counts), never in |U|².
+  std::int64_t work = 0;
 
   std::int64_t num_groups() const { return static_cast<std::int64_t>(kind.size()); }
   /// Rows the link sends per exchange: one per group, against u_nodes for plain rows.
