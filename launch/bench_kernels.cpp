@@ -580,7 +580,7 @@ int run(int argc, char** argv) {
     table.add("gat_aggregate", "F=" + std::to_string(f),
               best_seconds(reps, [&] {
                 kernels::gat_aggregate(dev, pattern, z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
-                                       alpha.data(), y.view());
+                                       alpha.data(), nullptr, y.view());
               }),
               shape_bytes + 2 * zf + 8.0 * n + 4.0 * static_cast<double>(nnz),
               2.0 * static_cast<double>(nnz * f) + 6.0 * static_cast<double>(nnz));
@@ -588,7 +588,7 @@ int run(int argc, char** argv) {
               best_seconds(reps, [&] {
                 kernels::gat_aggregate_backward(dev, pattern, at.t.view(), at.t_to_a.data(),
                                                 z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
-                                                alpha.data(), gy.view(), edge_grad.data(),
+                                                alpha.data(), nullptr, gy.view(), edge_grad.data(),
                                                 gs_dst.data(), gs_src.data(), gz.view());
               }),
               2 * shape_bytes + 4.0 * static_cast<double>(nnz) + 3 * zf + 16.0 * n +

@@ -256,10 +256,10 @@ std::vector<float> run_all_kernels() {
       kernels::head_dot(cpu(), z.view(), att.data(), heads, s_src.data());
       kernels::head_dot(cpu(), gy.view(), att.data(), heads, s_dst.data());
       kernels::gat_aggregate(cpu(), ga.view(), z.view(), s_dst.data(), s_src.data(), heads, 0.2f,
-                             alpha.data(), y.view());
+                             alpha.data(), nullptr, y.view());
       kernels::gat_aggregate_backward(cpu(), ga.view(), at, t_to_a.data(), z.view(),
                                       s_dst.data(), s_src.data(), heads, 0.2f, alpha.data(),
-                                      gy.view(), edge.data(), gs_dst.data(), gs_src.data(),
+                                      nullptr, gy.view(), edge.data(), gs_dst.data(), gs_src.data(),
                                       gz.view());
       for (const Matrix* m : {&s_dst, &s_src, &y, &alpha, &gz, &gs_dst, &gs_src}) keep(*m);
     }
