@@ -119,6 +119,13 @@ class Trainer {
   /// The layer-0 exchange (collective; once per run, later calls return at once). run() and
   /// evaluate() call it; a caller may call it earlier to report feature_bytes() at start-up.
   void exchange_features() { exchange_features_once(); }
+  /// The owned rows of layer l's output in the last forward pass (training or evaluation):
+  /// after the activation for l < layers - 1, the logits for the last layer.
+  ConstDenseView layer_output(int l) const {
+    GNN_ASSERT(l >= 0 && l < cfg_.layers, "layer_output: no layer ", l);
+    return l + 1 < cfg_.layers ? ConstDenseView(x_[l + 1].view().rows_range(0, part_.num_owned))
+                               : ConstDenseView(logits_.view());
+  }
   /// Feature bytes of all ranks (valid after exchange_features()).
   const FeatureBytes& feature_bytes() const { return feature_bytes_; }
 
