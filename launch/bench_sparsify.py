@@ -157,7 +157,8 @@ def accuracy(args):
                         bench_suite.PROTOCOLS[protocol][model], env=env)
                     fin = [json.loads(l) for l in open(metrics)][-1]
                     accs.append(100 * fin["final_test_acc"])
-                ratio = "1" if not k else "%d" % (512 // k)
+                ratio = "1" if not k else "%.1f" % json.load(
+                    open(os.path.join(part, "manifest.json")))["features"]["ratio"]
                 print("| %s | %s | %s | %s | %.4f | %.2f ± %.2f |" % (
                     name, model, "k=%d" % k if k else "dense", ratio, cos[k],
                     statistics.mean(accs), statistics.stdev(accs) if len(accs) > 1 else 0.0),
