@@ -8,6 +8,7 @@
 
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "core/types.hpp"
 
 namespace halognn {
@@ -173,6 +174,30 @@ struct CsrView {
   const std::int32_t* row_ptr = nullptr;
   const LocalId* col = nullptr;
   const float* val = nullptr;
+};
+
+/// Sparsified features (core/data/feature_sparsify.hpp) as a kernel input, all arrays on the
+/// kernel's device: the rows x cols matrix whose row i is zero except at column
+/// slot_base[s] + pos[i * slots + s], which holds codebook[s], for s < slots (a row's columns are
+/// distinct). With drop_p > 0 the matrix is that of dropout_forward(drop_key, row_ids, drop_p) of
+/// it: entry (i, j) is kept, times 1/(1-drop_p), iff CounterRng(drop_key).uniform(row_ids[i], j)
+/// >= drop_p; row_ids may be null when drop_p == 0.
+struct CompactView {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t slots = 0;
+  const std::uint8_t* pos = nullptr;
+  const float* codebook = nullptr;
+  const std::int32_t* slot_base = nullptr;
+  float drop_p = 0.0f;
+  RngKey drop_key{};
+  const GlobalId* row_ids = nullptr;
+  /// The first `n` rows (positions are row-major, so a prefix is a view).
+  CompactView top_rows(std::int64_t n) const {
+    CompactView v = *this;
+    v.rows = n;
+    return v;
+  }
 };
 
 /// Owning CSR matrix on one device (local ids; nnz < 2^31).

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-PARTITION_FORMAT = 2  # kPartitionFormatVersion in partition/partition_io.hpp
+PARTITION_FORMAT = 3  # kPartitionFormatVersion in partition/partition_io.hpp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "datasets")

@@ -73,6 +73,19 @@ void print_report(const Dataset& ds, const PartitionConfig& cfg, const Partition
     for (const Json& f : manifest["groups"]["files"]) bytes += f.at("bytes").get<std::int64_t>();
   std::printf("wrote %s (manifest.json + %d rank files%s, %.1f MiB)\n", out.c_str(), r.num_parts,
               manifest.contains("groups") ? " + groups files" : "", bytes / (1024.0 * 1024.0));
+  if (cfg.sparsify_k > 0) {
+    const Json& f = manifest.at("features");
+    std::printf("features sparsified: k = %d (%lld positions per row, ratio %.1f), codebook from "
+                "%lld sampled nodes; feature bytes %.1f MiB dense -> %.2f MiB stored (%.1fx)\n",
+                cfg.sparsify_k, static_cast<long long>(f.at("slots_per_row").get<std::int64_t>()),
+                f.at("ratio").get<double>(),
+                static_cast<long long>(f.at("codebook_rows").get<std::int64_t>()),
+                r.feature_bytes_dense / (1024.0 * 1024.0),
+                r.feature_bytes_stored / (1024.0 * 1024.0),
+                r.feature_bytes_stored > 0
+                    ? static_cast<double>(r.feature_bytes_dense) / r.feature_bytes_stored
+                    : 0.0);
+  }
 }
 
 /// The semantic-groups report: one line per link, then the totals.
@@ -113,7 +126,8 @@ int run(int argc, char** argv) {
   std::string data, out, method = "metis", objective = "cut", order = "blocks", metis_graph,
       groups = "none";
   std::int64_t order_block = LocalOrder{}.block_rows;
-  int parts = 0, groups_per_link = 0;
+  int parts = 0, groups_per_link = 0, sparsify_k = 0;
+  std::int64_t sparsify_sample = PartitionConfig{}.sparsify_sample;
   bool drop_o2o = false;
   std::uint64_t seed = 1;
   po::options_description opts(
@@ -144,7 +158,13 @@ int run(int argc, char** argv) {
        "component)")
       ("drop-o2o", po::bool_switch(&drop_o2o),
        "semantic groups: do not send one-to-one connections at all (SC-GNN's differential "
-       "optimisation)");
+       "optimisation)")
+      ("sparsify-features", po::value(&sparsify_k)->default_value(0),
+       "k in [1, 128]: store the features sparsified, per node and 256-wide chunk the positions "
+       "of the k largest and k smallest values plus one shared codebook (ratio 512/k against "
+       "fp32; docs/partitioning.md); 0: dense")
+      ("sparsify-sample", po::value(&sparsify_sample)->default_value(sparsify_sample),
+       "nodes (about; seeded by --seed) whose sorted values the codebook averages");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, opts), vm);
   if (vm.count("help")) {
@@ -172,6 +192,15 @@ int run(int argc, char** argv) {
   cfg.grouping.groups_per_link = groups_per_link;
   cfg.grouping.drop_o2o = drop_o2o;
   cfg.grouping.seed = seed;
+  GNN_CHECK_CONFIG(vm["sparsify-sample"].defaulted() || sparsify_k > 0,
+                   "--sparsify-sample needs --sparsify-features");
+  if (sparsify_k != 0)
+    GNN_CHECK_CONFIG(sparsify_k >= 1 && sparsify_k <= kSparsifyMaxK, "--sparsify-features must be "
+                     "in [1, ", kSparsifyMaxK, "] (0: dense), got ", sparsify_k);
+  GNN_CHECK_CONFIG(sparsify_sample >= 1, "--sparsify-sample must be at least 1, got ",
+                   sparsify_sample);
+  cfg.sparsify_k = sparsify_k;
+  cfg.sparsify_sample = sparsify_sample;
 
   Stopwatch clock;
   const Dataset ds = read_dataset(data);

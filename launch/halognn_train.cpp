@@ -290,9 +290,22 @@ int main(int argc, char** argv) {
                         ? ", " + std::to_string(sent_rows) + " semantic group rows sent"
                         : std::string())
                 << "\n";
-    if (rank == 0 && !cfg.quiet)
+    // The one-time layer-0 exchange (collective), so the feature bytes can be reported now.
+    trainer->exchange_features();
+    if (rank == 0 && !cfg.quiet) {
+      const FeatureBytes& fb = trainer->feature_bytes();
+      auto pair = [](std::uint64_t got, std::uint64_t dense) {
+        return format_bytes(static_cast<double>(got)) + " (dense fp32 " +
+               format_bytes(static_cast<double>(dense)) + ")";
+      };
       std::cout << "halognn-train: layer-0 input on rank 0: "
-                << (trainer->sparse_input() ? "sparse (CSR)" : "dense") << "\n";
+                << (trainer->compact_input() ? "sparsified (positions + codebook)"
+                    : trainer->sparse_input() ? "sparse (CSR)"
+                                              : "dense")
+                << "; feature bytes of all ranks: in the rank files " << pair(fb.stored, fb.stored_dense)
+                << ", in memory " << pair(fb.memory, fb.memory_dense) << ", sent once "
+                << pair(fb.sent, fb.sent_dense) << "\n";
+    }
     // Opened last, so a run refused at start-up leaves an earlier metrics file as it was.
     std::optional<MetricsLog> metrics;
     startup_step([&] {

@@ -43,7 +43,7 @@ class GatLayer final : public Layer {
     global_ids_ = g.global_ids.data();
   }
 
-  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+  void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
 
   /// Keys of the layer's dropout masks: b = 2 layer for the coefficients, 2 layer + 1 for the
   /// values, so the two never share random numbers.
@@ -63,7 +63,7 @@ class GatLayer final : public Layer {
     if (used_sparse_) {
       check_sparse_input("gat", g, *sparse_x_, cfg_.in_dim);
       x_csr_ = *sparse_x_;
-      kernels::spmm(dev, x_csr_, weight_.value.view(), 0.0f, z.view());
+      input_matmul(dev, x_csr_, weight_.value.view(), z.view());
     } else {
       x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
       kernels::gemm(dev, false, false, 1.0f, x, weight_.value.view(), 0.0f, z.view());
@@ -131,7 +131,7 @@ class GatLayer final : public Layer {
     kernels::head_dot_backward(dev, z_.view(), att_src_.value.data(), heads_, gs_src.data(),
                                gz.view(), att_src_.grad.data());
     if (used_sparse_) {
-      kernels::spmm_transpose(dev, x_csr_, gz.view(), 1.0f, weight_.grad.view());
+      input_matmul_transpose(dev, x_csr_, gz.view(), weight_.grad.view());
     } else {
       kernels::gemm(dev, true, false, 1.0f, x_, gz.view(), 1.0f, weight_.grad.view());
     }
@@ -153,10 +153,10 @@ class GatLayer final : public Layer {
   bool used_value_drop_ = false;       ///< the last forward dropped values
   RngKey value_key_;                   ///< its value-dropout key
   Matrix z_dropped_;                   ///< z after value dropout (training)
-  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x
-  CsrView x_csr_;                    ///< the last forward's sparse x
+  SparseInput x_csr_;                  ///< the last forward's sparse x
   Matrix z_, s_dst_, s_src_, out_, gz_, gs_dst_, gs_src_;
 };
 

@@ -42,7 +42,7 @@ class GcnLayer final : public Layer {
     });
   }
 
-  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+  void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
 
   void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
     check_forward_shapes("gcn", g, x, y, cfg_.in_dim, cfg_.out_dim);
@@ -62,7 +62,7 @@ class GcnLayer final : public Layer {
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
       if (used_sparse_) {
         x_csr_ = *sparse_x_;
-        kernels::spmm(dev, x_csr_, weight_.value.view(), 0.0f, t.view());
+        input_matmul(dev, x_csr_, weight_.value.view(), t.view());
       } else {
         x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
         kernels::linear(dev, x, weight_.value.view(), {}, {}, nullptr, t.view());
@@ -89,7 +89,7 @@ class GcnLayer final : public Layer {
     Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
     kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
     if (used_sparse_) {
-      kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight_.grad.view());
+      input_matmul_transpose(dev, x_csr_, gt.view(), weight_.grad.view());
     } else {
       kernels::linear_grad(dev, x_, gt.view(), weight_.grad.view(), nullptr);
     }
@@ -103,10 +103,10 @@ class GcnLayer final : public Layer {
   bool aggregate_first_;
   DevicePtr dev_;
   GraphOperator op_;
-  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x (transform first)
-  CsrView x_csr_;                    ///< the last forward's sparse x
+  SparseInput x_csr_;                  ///< the last forward's sparse x
   Matrix saved_h_;                   ///< Â x (aggregate first)
   Matrix scratch_;
 };

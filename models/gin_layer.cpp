@@ -50,7 +50,7 @@ class GinLayer final : public Layer {
     op_ = build_graph_operator(g, /*self_loops=*/false, nullptr);
   }
 
-  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+  void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
 
   void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
     check_forward_shapes("gin", g, x, y, cfg_.in_dim, cfg_.out_dim);
@@ -72,7 +72,7 @@ class GinLayer final : public Layer {
       Matrix& t = ensure(saved_t_, n_local, mlp_, dev_);
       if (used_sparse_) {
         x_csr_ = *sparse_x_;
-        kernels::spmm(dev, x_csr_, weight1_.value.view(), 0.0f, t.view());
+        input_matmul(dev, x_csr_, weight1_.value.view(), t.view());
       } else {
         x_ = x;
         kernels::gemm(dev, false, false, 1.0f, x, weight1_.value.view(), 0.0f, t.view());
@@ -117,7 +117,7 @@ class GinLayer final : public Layer {
     kernels::axpy(dev, self_weight_, gp.view(), gt.view().rows_range(0, n_own));
     if (cfg_.train_eps) accumulate_dot(dev, gp.view(), saved_t_.view().rows_range(0, n_own), eps_.grad);
     if (used_sparse_) {
-      kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight1_.grad.view());
+      input_matmul_transpose(dev, x_csr_, gt.view(), weight1_.grad.view());
     } else {
       kernels::gemm(dev, true, false, 1.0f, x_, gt.view(), 1.0f, weight1_.grad.view());
     }
@@ -153,11 +153,11 @@ class GinLayer final : public Layer {
   bool aggregate_first_;
   DevicePtr dev_;
   GraphOperator op_;                 ///< the adjacency, structure only (values 1)
-  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   float self_weight_ = 1.0f;         ///< 1 + eps of the last forward
   ConstDenseView x_;                 ///< the last forward's dense x
-  CsrView x_csr_;                    ///< the last forward's sparse x
+  SparseInput x_csr_;                  ///< the last forward's sparse x
   Matrix saved_h_;                   ///< aggregate first: h = A x + (1+eps) x_own
   Matrix saved_t_;                   ///< transform first: t = x W1 (all local rows)
   Matrix pre_;                       ///< q = ReLU(h W1 + b1)

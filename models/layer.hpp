@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -35,6 +36,22 @@ struct Parameter {
   std::string name;
   Matrix value;
   Matrix grad;
+};
+
+/// A layer input held sparse (Layer::set_sparse_input): a CSR matrix (bag-of-words features) or
+/// sparsified features (CompactView: positions and a codebook, core/data/feature_sparsify.hpp).
+struct SparseInput {
+  std::variant<CsrView, CompactView> x;
+  SparseInput() = default;
+  SparseInput(CsrView csr) : x(csr) {}          // NOLINT: implicit, either form is an input
+  SparseInput(CompactView compact) : x(compact) {}  // NOLINT
+  bool compact() const { return std::holds_alternative<CompactView>(x); }
+  std::int64_t rows() const {
+    return compact() ? std::get<CompactView>(x).rows : std::get<CsrView>(x).rows;
+  }
+  std::int64_t cols() const {
+    return compact() ? std::get<CompactView>(x).cols : std::get<CsrView>(x).cols;
+  }
 };
 
 struct LayerConfig {
@@ -90,8 +107,10 @@ class Layer {
   /// The results equal the dense path's up to float summation order. Like a dense x, the arrays
   /// x_csr points at must stay valid and unchanged until the matching backward; the caller may
   /// point at other values (same structure or not) by calling this again before a forward.
-  /// std::nullopt returns to dense mode.
-  virtual void set_sparse_input(std::optional<CsrView> x_csr) = 0;
+  /// Sparsified features (a CompactView) work the same way, through compact_matmul and
+  /// compact_matmul_transpose; their dropout is part of the view. std::nullopt returns to dense
+  /// mode.
+  virtual void set_sparse_input(std::optional<SparseInput> x_csr) = 0;
   /// gy: num_owned x out_dim; gx: num_local x in_dim, overwritten with dL/dx for owned AND halo
   /// rows (the caller sends the halo part back to its owners); an empty gx (data == nullptr)
   /// skips the input gradient. Accumulates (+=) into parameter grads.

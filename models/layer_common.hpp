@@ -55,17 +55,41 @@ inline void check_forward_shapes(const char* layer, const LocalGraph& g, ConstDe
 }
 
 /// Checks a sparse layer input (set_sparse_input) against the graph and the layer width.
-inline void check_sparse_input(const char* layer, const LocalGraph& g, const CsrView& x,
+inline void check_sparse_input(const char* layer, const LocalGraph& g, const SparseInput& x,
                                std::int64_t in_dim) {
-  GNN_ASSERT(x.rows == g.num_local() && x.cols == in_dim && x.row_ptr != nullptr, layer,
-             ": sparse x is ", x.rows, "x", x.cols, ", expected ", g.num_local(), "x", in_dim);
+  GNN_ASSERT(x.rows() == g.num_local() && x.cols() == in_dim, layer, ": sparse x is ", x.rows(),
+             "x", x.cols(), ", expected ", g.num_local(), "x", in_dim);
 }
 
-/// The first `rows` rows of a CSR matrix on `dev` (shares its arrays; reads one offset back).
-inline CsrView csr_top_rows(const Device& dev, const CsrView& x, std::int64_t rows) {
+/// The first `rows` rows of a sparse input on `dev` (shares its arrays; a CSR reads one offset
+/// back).
+inline SparseInput input_top_rows(const Device& dev, const SparseInput& in, std::int64_t rows) {
+  if (in.compact()) return std::get<CompactView>(in.x).top_rows(rows);
+  const CsrView& x = std::get<CsrView>(in.x);
   std::int32_t nnz = 0;
   dev.copy_to_host(&nnz, x.row_ptr + rows, sizeof nnz);
-  return {rows, x.cols, nnz, x.row_ptr, x.col, x.val};
+  return CsrView{rows, x.cols, nnz, x.row_ptr, x.col, x.val};
+}
+
+/// y = x w (overwritten) for a sparse input x.
+inline void input_matmul(const Device& dev, const SparseInput& x, ConstDenseView w, DenseView y) {
+  if (x.compact()) kernels::compact_matmul(dev, std::get<CompactView>(x.x), w, 0.0f, y);
+  else kernels::spmm(dev, std::get<CsrView>(x.x), w, 0.0f, y);
+}
+
+/// y = x w + 1 biasᵀ (overwritten; bias == nullptr: none) for a sparse input x.
+inline void input_matmul_bias(const Device& dev, const SparseInput& x, ConstDenseView w,
+                              const float* bias, DenseView y) {
+  if (!x.compact()) return kernels::spmm_bias(dev, std::get<CsrView>(x.x), w, bias, y);
+  kernels::compact_matmul(dev, std::get<CompactView>(x.x), w, 0.0f, y);
+  if (bias) kernels::add_row_vector(dev, bias, y);
+}
+
+/// gw += xᵀ g for a sparse input x (a weight gradient).
+inline void input_matmul_transpose(const Device& dev, const SparseInput& x, ConstDenseView g,
+                                   DenseView gw) {
+  if (x.compact()) kernels::compact_matmul_transpose(dev, std::get<CompactView>(x.x), g, 1.0f, gw);
+  else kernels::spmm_transpose(dev, std::get<CsrView>(x.x), g, 1.0f, gw);
 }
 
 inline void check_backward_shapes(const char* layer, const LocalGraph& g, ConstDenseView gy,

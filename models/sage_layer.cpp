@@ -37,7 +37,7 @@ class SageLayer final : public Layer {
                                [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
   }
 
-  void set_sparse_input(std::optional<CsrView> x_csr) override { sparse_x_ = x_csr; }
+  void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
 
   void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
     check_forward_shapes("sage", g, x, y, cfg_.in_dim, cfg_.out_dim);
@@ -51,9 +51,9 @@ class SageLayer final : public Layer {
       check_sparse_input("sage", g, *sparse_x_, cfg_.in_dim);
       x_csr_ = *sparse_x_;
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      kernels::spmm(dev, x_csr_, weight_neigh_.value.view(), 0.0f, t.view());
-      x_own_csr_ = csr_top_rows(dev, x_csr_, g.num_owned);
-      kernels::spmm_bias(dev, x_own_csr_, weight_self_.value.view(), bias, y);
+      input_matmul(dev, x_csr_, weight_neigh_.value.view(), t.view());
+      x_own_csr_ = input_top_rows(dev, x_csr_, g.num_owned);
+      input_matmul_bias(dev, x_own_csr_, weight_self_.value.view(), bias, y);
       kernels::spmm(dev, op_.a.view(), t.view(), 1.0f, y);
     } else {
       x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
@@ -79,7 +79,7 @@ class SageLayer final : public Layer {
     const Device& dev = *dev_;
     float* gb = cfg_.bias ? bias_.grad.data() : nullptr;
     if (used_sparse_) {
-      kernels::spmm_transpose(dev, x_own_csr_, gy, 1.0f, weight_self_.grad.view());
+      input_matmul_transpose(dev, x_own_csr_, gy, weight_self_.grad.view());
       if (gb) kernels::column_sum(dev, gy, 1.0f, gb);
     } else {
       // dW_self += x_ownᵀ gy and db += Σ gy in one pass over gy.
@@ -95,7 +95,7 @@ class SageLayer final : public Layer {
       Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
       kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
       if (used_sparse_) {
-        kernels::spmm_transpose(dev, x_csr_, gt.view(), 1.0f, weight_neigh_.grad.view());
+        input_matmul_transpose(dev, x_csr_, gt.view(), weight_neigh_.grad.view());
       } else {
         kernels::linear_grad(dev, x_, gt.view(), weight_neigh_.grad.view(), nullptr);
       }
@@ -113,11 +113,11 @@ class SageLayer final : public Layer {
   bool aggregate_first_;
   DevicePtr dev_;
   GraphOperator op_;
-  std::optional<CsrView> sparse_x_;  ///< set_sparse_input
+  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x
-  CsrView x_csr_;                    ///< the last forward's sparse x
-  CsrView x_own_csr_;                ///< its owned rows
+  SparseInput x_csr_;                  ///< the last forward's sparse x
+  SparseInput x_own_csr_;              ///< its owned rows
   Matrix saved_h_;                   ///< neighbour means (aggregate first, dense)
   Matrix scratch_;
 };

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/buffer.hpp"
+#include "core/data/feature_sparsify.hpp"
 #include "core/types.hpp"
 
 namespace halognn {
@@ -78,8 +79,17 @@ struct LocalPartition {
   /// one run share it, so a directory mixing files of two runs is refused at start-up. Last, so
   /// aggregate initialisers of the members above keep their meaning.
   std::uint64_t run_id = 0;
+  /// Sparsified features (a partition written with --sparsify-features): when sparsified(),
+  /// `features` is num_owned x 0 and the owned rows live here (positions in local row order, the
+  /// codebook shared by every part).
+  SparseFeatures sparse_features;
 
   LocalId num_local() const { return num_owned + num_halo; }
+  bool sparsified() const { return sparse_features.layout.k > 0; }
+  /// Feature columns (of the dense matrix, also when sparsified).
+  std::int64_t num_features() const {
+    return sparsified() ? sparse_features.layout.cols : features.cols();
+  }
 };
 
 }  // namespace halognn

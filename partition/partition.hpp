@@ -56,6 +56,11 @@ struct PartitionConfig {
   /// Semantic groups of every link, stored with the partition (--groups semantic).
   bool semantic_groups = false;
   GroupingConfig grouping{};
+  /// Sparsified features (--sparsify-features k, core/data/feature_sparsify.hpp): 0 stores them
+  /// dense; k in [1, 128] stores each row's positions and one codebook, drawn from a sample of
+  /// about `sparsify_sample` nodes (keyed by `seed`).
+  std::int32_t sparsify_k = 0;
+  std::int64_t sparsify_sample = 100000;
 };
 
 /// "metis" / "random".
@@ -96,6 +101,9 @@ struct PartitionReport {
   /// Semantic groups (when built): the per-link report, and the seconds the grouping took.
   std::vector<Json> group_links;
   double grouping_seconds = 0;
+  /// Feature bytes of all parts' owned rows as fp32 and as stored (equal unless sparsified; the
+  /// stored size counts the codebook once per part).
+  std::int64_t feature_bytes_dense = 0, feature_bytes_stored = 0;
 
   /// The report as JSON (the fields above, names unchanged).
   Json to_json() const;

@@ -226,9 +226,9 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   GNN_CHECK_INPUT(std::memcmp(magic, kMagic, sizeof kMagic) == 0, path,
                   "not a halognn partition file (bad magic)");
   const auto version = r.pod<std::uint32_t>("version");
-  GNN_CHECK_INPUT(version == kPartitionFormatVersion, path, "partition file format version ",
-                  version, ", this build reads version ", kPartitionFormatVersion,
-                  "; re-run halognn-partition");
+  GNN_CHECK_INPUT(version == kPartitionFormatVersion || version == 2, path,
+                  "partition file format version ", version, ", this build reads versions 2 and ",
+                  kPartitionFormatVersion, "; re-run halognn-partition");
   {
     std::uint32_t stored = 0;
     FilePtr f(std::fopen(path.c_str(), "rb"));
@@ -240,8 +240,10 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   }
   if (crc_out) *crc_out = body_crc;
   const auto sections = r.pod<std::uint32_t>("section count");
-  GNN_CHECK_INPUT(sections == kNumSections, path, "has ", sections, " sections, expected ",
-                  kNumSections);
+  // Version 3 added the sparsified-feature sections (empty when the features are dense).
+  const std::uint32_t want_sections = version >= 3 ? kNumSections + 2 : kNumSections;
+  GNN_CHECK_INPUT(sections == want_sections, path, "has ", sections, " sections, expected ",
+                  want_sections);
 
   LocalPartition lp;
   lp.rank = r.pod<std::int32_t>("header");
@@ -258,6 +260,11 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   lp.global_val = r.pod<std::int64_t>("header");
   lp.global_test = r.pod<std::int64_t>("header");
   lp.run_id = r.pod<std::uint64_t>("header");
+  const std::int32_t sparse_k = version >= 3 ? r.pod<std::int32_t>("header") : 0;
+  GNN_CHECK_INPUT(sparse_k >= 0 && sparse_k <= kSparsifyMaxK, path,
+                  "sparsified features: k = ", sparse_k, " (must be in [0, ", kSparsifyMaxK, "])");
+  GNN_CHECK_INPUT(sparse_k == 0 || num_features >= 2, path, "sparsified features: ",
+                  num_features, " feature column(s), at least 2 needed");
   GNN_CHECK_INPUT(lp.num_owned >= 0 && lp.num_halo >= 0 && num_features >= 0 &&
                       lp.num_classes >= 0,
                   path, "negative count in header");
@@ -265,7 +272,8 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   const std::int64_t owned = lp.num_owned;
   // Element counts of the sized sections; a header that passed its checksum may still be forged
   // or written by a broken tool, so no product may wrap around.
-  const std::int64_t feat_count = checked_product(owned, num_features, path, "owned x features");
+  const std::int64_t feat_count =
+      sparse_k > 0 ? 0 : checked_product(owned, num_features, path, "owned x features");
   const std::int64_t lmat_count =
       lp.multilabel ? checked_product(owned, lp.num_classes, path, "owned x classes") : 0;
 
@@ -278,8 +286,21 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   lp.send = read_plan(r, "SPEE", "SROW", path);
   lp.recv = read_plan(r, "RPEE", "RROW", path);
   const std::size_t nfeat = r.section_count<float>("FEAT", feat_count);
-  lp.features = Matrix(owned, num_features);
+  lp.features = Matrix(owned, sparse_k > 0 ? 0 : num_features);
   r.read(lp.features.data(), nfeat * sizeof(float), "FEAT");
+  if (sparse_k > 0) {
+    SparseFeatures& sf = lp.sparse_features;
+    sf.layout = make_sparsify_layout(num_features, sparse_k);
+    sf.rows = owned;
+    r.section("SPCB", sf.codebook, sf.layout.slots());
+    r.section("SPPO", sf.positions, checked_product(owned, sf.layout.slots(), path, "owned x slots"));
+    validate_sparse_features(sf, path);
+  } else if (version >= 3) {
+    std::vector<float> codebook;
+    std::vector<std::uint8_t> positions;
+    r.section("SPCB", codebook, 0);
+    r.section("SPPO", positions, 0);
+  }
   r.section("LABL", lp.labels, lp.multilabel ? 0 : owned);
   r.section("LMAT", lp.label_matrix, lmat_count);
   std::vector<std::uint8_t> masks;
@@ -481,20 +502,21 @@ PartitionFileInfo write_local_partition_file(const LocalPartition& lp, const std
   FileWriter w(path);
   w.write(kMagic, sizeof kMagic);
   w.pod<std::uint32_t>(static_cast<std::uint32_t>(kPartitionFormatVersion));
-  w.pod<std::uint32_t>(kNumSections);
+  w.pod<std::uint32_t>(kNumSections + 2);
   w.pod<std::int32_t>(lp.rank);
   w.pod<std::int32_t>(lp.num_parts);
   w.pod<std::int64_t>(lp.global_num_nodes);
   w.pod<std::int64_t>(lp.global_num_directed_edges);
   w.pod<std::int32_t>(lp.num_owned);
   w.pod<std::int32_t>(lp.num_halo);
-  w.pod<std::int64_t>(lp.features.cols());
+  w.pod<std::int64_t>(lp.num_features());
   w.pod<std::int32_t>(lp.num_classes);
   w.pod<std::uint32_t>(lp.multilabel ? kFlagMultilabel : 0u);
   w.pod<std::int64_t>(lp.global_train);
   w.pod<std::int64_t>(lp.global_val);
   w.pod<std::int64_t>(lp.global_test);
   w.pod<std::uint64_t>(lp.run_id);
+  w.pod<std::int32_t>(lp.sparsified() ? lp.sparse_features.layout.k : 0);
   w.section("GIDS", lp.global_ids.data(), lp.global_ids.size());
   w.section("DEGR", lp.global_degree.data(), lp.global_degree.size());
   w.section("RPTR", lp.row_ptr.data(), lp.row_ptr.size());
@@ -502,6 +524,8 @@ PartitionFileInfo write_local_partition_file(const LocalPartition& lp, const std
   write_plan(w, "SPEE", "SROW", lp.send);
   write_plan(w, "RPEE", "RROW", lp.recv);
   w.section("FEAT", lp.features.data(), static_cast<std::size_t>(lp.features.size()));
+  w.section("SPCB", lp.sparse_features.codebook.data(), lp.sparse_features.codebook.size());
+  w.section("SPPO", lp.sparse_features.positions.data(), lp.sparse_features.positions.size());
   w.section("LABL", lp.labels.data(), lp.labels.size());
   w.section("LMAT", lp.label_matrix.data(), lp.label_matrix.size());
   std::vector<std::uint8_t> masks;
@@ -536,12 +560,44 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
     grouping_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   PartitionReport report;
+  // Sparsified features: encoded once for every node (one codebook for all parts); each part
+  // then stores its owned rows' positions.
+  SparseFeatures sparse;
+  double sparsify_s = 0;
+  if (cfg.sparsify_k > 0) {
+    GNN_CHECK_CONFIG(cfg.sparsify_sample >= 1, "--sparsify-sample must be at least 1, got ",
+                     cfg.sparsify_sample);
+    const auto t0 = std::chrono::steady_clock::now();
+    const double fraction = ds.num_nodes > 0 ? static_cast<double>(cfg.sparsify_sample) /
+                                                   static_cast<double>(ds.num_nodes)
+                                             : 1.0;
+    sparse = sparsify_features(ds.features.data(), ds.features.rows(), ds.features.cols(),
+                               cfg.sparsify_k, cfg.seed, fraction);
+    sparsify_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   Json files = Json::array(), group_files = Json::array();
   const std::uint64_t run_id = new_partition_run_id();
   for_each_local_partition(
       ds, g, parts, cfg.parts,
       [&](LocalPartition&& lp) {
         lp.run_id = run_id;
+        report.feature_bytes_dense += lp.num_owned * ds.features.cols() *
+                                      static_cast<std::int64_t>(sizeof(float));
+        if (cfg.sparsify_k > 0) {
+          SparseFeatures& sf = lp.sparse_features;
+          sf.layout = sparse.layout;
+          sf.rows = lp.num_owned;
+          sf.codebook = sparse.codebook;
+          const std::int64_t slots = sparse.layout.slots();
+          sf.positions.resize(static_cast<std::size_t>(lp.num_owned * slots));
+          for (LocalId i = 0; i < lp.num_owned; ++i)
+            std::copy_n(sparse.positions.begin() + lp.global_ids[i] * slots, slots,
+                        sf.positions.begin() + static_cast<std::int64_t>(i) * slots);
+          lp.features = Matrix(lp.num_owned, 0);
+          report.feature_bytes_stored += sf.bytes();
+        } else {
+          report.feature_bytes_stored += lp.features.size() * static_cast<std::int64_t>(sizeof(float));
+        }
         const std::string name = partition_file_name(lp.rank);
         const PartitionFileInfo info = write_local_partition_file(lp, out.file(name));
         files.push_back({{"rank", lp.rank}, {"file", name}, {"bytes", info.bytes},
@@ -589,6 +645,18 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   for (const auto& x : report.pair_volume) pv.push_back({x.from, x.to, x.rows});
   m["pair_volume"] = std::move(pv);
   m["files"] = std::move(files);
+  if (cfg.sparsify_k > 0) {
+    Json f = Json::object();
+    f["sparsify_k"] = cfg.sparsify_k;
+    f["slots_per_row"] = sparse.layout.slots();
+    f["ratio"] = sparse.layout.ratio();
+    f["codebook_sample"] = cfg.sparsify_sample;
+    f["codebook_rows"] = sparse.codebook_rows;
+    f["seconds"] = sparsify_s;
+    m["features"] = std::move(f);
+  }
+  m["feature_bytes_dense"] = report.feature_bytes_dense;
+  m["feature_bytes_stored"] = report.feature_bytes_stored;
   if (cfg.semantic_groups) {
     Json gr = Json::object();
     gr["method"] = "semantic";
@@ -648,9 +716,9 @@ Json read_partition_manifest(const std::string& dir_arg) {
                   "not a halognn partition manifest (format is not \"", kPartitionFormatName,
                   "\")");
   const std::int64_t version = json_int(m, "version", path);
-  GNN_CHECK_INPUT(version == kPartitionFormatVersion, path, "partition format version ", version,
-                  ", this build reads version ", kPartitionFormatVersion,
-                  "; re-run halognn-partition");
+  GNN_CHECK_INPUT(version == kPartitionFormatVersion || version == 2, path,
+                  "partition format version ", version, ", this build reads versions 2 and ",
+                  kPartitionFormatVersion, "; re-run halognn-partition");
   const std::int64_t parts = json_int(m, "parts", path);
   GNN_CHECK_INPUT(parts >= 1, path, "parts must be at least 1 (got ", parts, ")");
   GNN_CHECK_INPUT(m.contains("files") && m["files"].is_array(), path,
@@ -711,8 +779,15 @@ LocalPartition read_local_partition(const std::string& dir_arg, Rank rank, Rank 
   GNN_CHECK_INPUT(lp.global_num_nodes == manifest_nodes, path, "graph size ",
                   lp.global_num_nodes, " differs from the manifest's ", manifest_nodes);
   const std::int64_t manifest_features = dsm["num_features"].get<std::int64_t>();
-  GNN_CHECK_INPUT(lp.features.cols() == manifest_features, path, "has ", lp.features.cols(),
+  GNN_CHECK_INPUT(lp.num_features() == manifest_features, path, "has ", lp.num_features(),
                   " features per node but the manifest says ", manifest_features);
+  const std::int64_t manifest_k =
+      m.contains("features") && m["features"].is_object()
+          ? json_int(m["features"], "sparsify_k", mpath)
+          : 0;
+  const std::int64_t file_k = lp.sparsified() ? lp.sparse_features.layout.k : 0;
+  GNN_CHECK_INPUT(file_k == manifest_k, path, "holds features sparsified with k = ", file_k,
+                  " but the manifest says k = ", manifest_k);
   const std::int64_t manifest_classes = dsm["num_classes"].get<std::int64_t>();
   GNN_CHECK_INPUT(lp.num_classes == manifest_classes, path, "has ", lp.num_classes,
                   " classes but the manifest says ", manifest_classes);

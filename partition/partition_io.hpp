@@ -14,9 +14,11 @@
 
 namespace halognn {
 
-/// Version of the manifest and of the rank file layout; readers reject any other. Version 2 added
-/// the partition run id (manifest "run_id", rank file header).
-inline constexpr std::int64_t kPartitionFormatVersion = 2;
+/// Version of the manifest and of the rank file layout that writers write; readers also read
+/// version 2 and reject any other. Version 2 added the partition run id (manifest "run_id", rank
+/// file header), version 3 sparsified features (rank file header field and sections "SPCB",
+/// "SPPO"; manifest "features").
+inline constexpr std::int64_t kPartitionFormatVersion = 3;
 /// The manifest's "format" value.
 inline constexpr const char* kPartitionFormatName = "halognn-partition";
 

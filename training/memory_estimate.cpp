@@ -63,7 +63,8 @@ PartitionShape PartitionShape::of(const LocalPartition& p) {
   s.num_owned = p.num_owned;
   s.num_halo = p.num_halo;
   s.adj_nnz = static_cast<std::int64_t>(p.col.size());
-  s.num_features = p.features.cols();
+  s.num_features = p.num_features();
+  s.sparse_slots = p.sparsified() ? p.sparse_features.layout.slots() : 0;
   s.num_classes = p.num_classes;
   s.global_nodes = p.global_num_nodes;
   s.multilabel = p.multilabel;
@@ -139,7 +140,10 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   // Layer 0 reads CSR when under 10% of the owned feature entries are non-zero (Trainer).
   const double owned_entries = own * feat;
   const double density = owned_entries > 0 ? static_cast<double>(s.feature_nnz) / owned_entries : 0;
-  const bool sparse = cfg.sparse_features && density < 0.1;
+  // Sparsified features (a partition written with --sparsify-features) are read as stored.
+  const bool compact = s.sparse_slots > 0;
+  const double slots = static_cast<double>(s.sparse_slots);
+  const bool sparse = !compact && cfg.sparse_features && density < 0.1;
   const bool dropout = cfg.dropout > 0;
   const bool pipelined = cfg.exchange == ExchangeMode::pipelined;
   const bool refresh = cfg.exchange == ExchangeMode::refresh;
@@ -204,7 +208,10 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double x0_dense = kF * nl * feat;
   const double csr_nnz = density * nl * feat;
   const double x0_sparse = kI * (nl + 1) + (kI + kF) * csr_nnz + kF * csr_nnz;
-  const double xd0 = (dropout && !sparse) ? kF * nl * feat : 0;
+  // Sparsified: one byte per position and row, the codebook and each slot's chunk start.
+  const double x0_compact = nl * slots + (kF + kI) * slots;
+  const double xd0 = (dropout && !sparse && !compact) ? kF * nl * feat : 0;
+  const double x0_steady = compact ? x0_compact : sparse ? x0_sparse : x0_dense;
 
   // Activations: inputs of layers >= 1, their dropout copies and gradients, and what each layer
   // keeps between forward and backward (models/*_layer.cpp).
@@ -225,7 +232,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   for (int l = 0; l < L; ++l) {
     const LayerDims& d = dims[static_cast<std::size_t>(l)];
     const double in_d = static_cast<double>(d.in), out_d = static_cast<double>(d.out);
-    const bool used_sparse = l == 0 && sparse;
+    const bool used_sparse = l == 0 && (sparse || compact);
     if (gat) {
       const double width = static_cast<double>(d.heads) * out_d, h = static_cast<double>(d.heads);
       activations += kF * (nl * width + own * h + nl * h);  // z, s_dst, s_src
@@ -260,6 +267,11 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     const std::int64_t w = dims[static_cast<std::size_t>(l)].in;
     const double wd = static_cast<double>(w);
     const Codec& fc = l == 0 ? *layer0 : *codecs.forward[static_cast<std::size_t>(l)];
+    if (l == 0 && compact) {
+      // The positions cross once, through host buffers (the received ones land in place).
+      exchange += slots * sends;
+      continue;
+    }
     const double f_bytes = encoded(fc, s.send_counts, w) + encoded(fc, s.recv_counts, w);
     const double f_rows = (!s.send_contiguous && w > 0) ? kF * sends * wd : 0;
     exchange += f_bytes + f_rows;
@@ -274,6 +286,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     staging += b_bytes;
   }
   const double layer0_exchange = [&] {
+    if (compact) return slots * sends;
     const std::int64_t w = dims[0].in;
     return encoded(*layer0, s.send_counts, w) + encoded(*layer0, s.recv_counts, w) +
            ((!s.send_contiguous && w > 0) ? kF * sends * static_cast<double>(w) : 0);
@@ -296,7 +309,11 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
         std::string(cfg.attention_dropout > 0 ? "--attention-dropout, " : "") +
             "--heads, --output-heads, --layers, the partition's edges",
         dev, attention);
-  add("layer-0 input", "the features (F = " + f + ")", dev, (sparse ? x0_sparse : x0_dense) + xd0);
+  add("layer-0 input",
+      compact ? "the sparsified features (F = " + f + ", " + std::to_string(s.sparse_slots) +
+                    " positions per row)"
+              : "the features (F = " + f + ")",
+      dev, x0_steady + xd0);
   add("activations", width_opts, dev, activations);
   if (pipelined || refresh)
     add(pipelined ? "pipelined halo buffers" : "refresh caches",
@@ -307,8 +324,10 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   if (stage) add("host staging of exchanges", "--transport mpi on a GPU", host, staging);
   add("parameters and optimiser", width_opts + ", --optimizer", dev, params);
 
-  e.startup_host = to_bytes(kF * own * feat);    // the feature matrix as read
-  e.startup_device = to_bytes(kF * own * feat);  // its copy on the device
+  // The feature matrix as read and its copy on the device; sparsified, the positions as read and
+  // the host copy of all local rows' positions the exchange fills.
+  e.startup_host = to_bytes(compact ? own * slots + nl * slots : kF * own * feat);
+  e.startup_device = to_bytes(compact ? 0 : kF * own * feat);
   // A checkpoint (--checkpoint-dir) holds a host copy of the rank's state while it is written:
   // the parameters and the optimiser's moments, the best model's snapshot, and the policy's
   // state (pipelined rows and gradients, refresh caches and ages).
@@ -333,11 +352,11 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       ctor += kF * nl * static_cast<double>(dims[static_cast<std::size_t>(l)].in) * (dropout ? 3 : 2);
     return ctor;
   }();
-  const double ctor_dev = steady_dev - exchange - lazy - (sparse ? x0_sparse : x0_dense) +
-                          x0_dense + static_cast<double>(e.startup_device);
+  const double ctor_dev = steady_dev - exchange - lazy - x0_steady + (compact ? kF * slots : x0_dense) +
+                          static_cast<double>(e.startup_device);
   const double ctor_host = partition_host + static_cast<double>(e.startup_host);
   const double exchange_dev = ctor_dev - static_cast<double>(e.startup_device) + layer0_exchange +
-                              (sparse ? x0_sparse : 0);
+                              (sparse ? x0_sparse : compact ? x0_compact : 0);
   const double train_dev = steady_dev + static_cast<double>(e.epoch_device);
   const double train_host = steady_host + static_cast<double>(e.epoch_host);
   e.peak_device = to_bytes(std::max({ctor_dev, exchange_dev, train_dev}));

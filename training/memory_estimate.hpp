@@ -32,6 +32,7 @@ struct PartitionShape {
   std::int64_t global_nodes = 0;  ///< nodes of the whole graph (ROC AUC ranks them all)
   bool multilabel = false;
   std::int64_t feature_nnz = 0;  ///< non-zero entries of the owned feature rows
+  std::int64_t sparse_slots = 0;  ///< sparsified features: positions (bytes) per row; 0: not
   std::vector<std::int64_t> send_counts, recv_counts;  ///< rows per peer, in plan order
   bool send_contiguous = false;  ///< the send rows are 0, 1, 2, ... (no gather buffer)
 

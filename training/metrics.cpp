@@ -27,6 +27,11 @@ Json EpochMetrics::to_json() const {
   return j;
 }
 
+Json FeatureBytes::to_json() const {
+  return Json{{"stored", stored},   {"stored_dense", stored_dense}, {"memory", memory},
+              {"memory_dense", memory_dense}, {"sent", sent},   {"sent_dense", sent_dense}};
+}
+
 Json FinalMetrics::to_json() const {
   Json j = Json::object();
   j["event"] = "final";
@@ -44,6 +49,8 @@ Json FinalMetrics::to_json() const {
   j["final_val_loss"] = final_scores.val_loss;
   j["total_s"] = total_s;
   j["total_bytes_sent"] = total_bytes_sent;
+  j["feature_form"] = feature_form;
+  j["feature_bytes"] = feature_bytes.to_json();
   j["feature_exchange_bytes"] = feature_exchange_bytes;
   // Layer-0 halo features never change: they cross once, before epoch 0.
   j["feature_exchange"] = "once, codec " + feature_exchange_codec;

@@ -37,6 +37,16 @@ struct EpochMetrics {
   Json to_json() const;
 };
 
+/// Layer-0 feature bytes summed over ranks, against the fp32 matrix they stand for: in the rank
+/// files (the feature sections), held for layer 0's input (dense, CSR or sparsified; dropout
+/// buffer included), and sent by the one-time layer-0 exchange.
+struct FeatureBytes {
+  std::uint64_t stored = 0, stored_dense = 0;
+  std::uint64_t memory = 0, memory_dense = 0;
+  std::uint64_t sent = 0, sent_dense = 0;
+  Json to_json() const;
+};
+
 struct FinalMetrics {
   int best_epoch = -1;                  ///< the best evaluation (TrainConfig::select_by)
   double best_val = 0, test_at_best_val = 0;
@@ -52,6 +62,8 @@ struct FinalMetrics {
   std::uint64_t total_bytes_sent = 0;        ///< everything, all ranks, features exchange included
   std::uint64_t feature_exchange_bytes = 0;  ///< the one-time layer-0 exchange, all ranks
   std::string feature_exchange_codec;        ///< codec of that exchange ("fp32": exact)
+  std::string feature_form;                  ///< layer 0's input: "dense" | "csr" | "sparsified"
+  FeatureBytes feature_bytes;
   Json to_json() const;
 };
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <span>
 
 #include "core/error.hpp"
@@ -91,7 +92,7 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   // Layer stack: hidden layers of width `hidden` (GAT: heads * hidden, concatenated), the last
   // layer maps to the classes (GAT: output_heads heads, averaged; GIN: through an MLP of width
   // `hidden`).
-  std::int64_t in = part_.features.cols();
+  std::int64_t in = part_.num_features();
   for (int l = 0; l < cfg_.layers; ++l) {
     const bool last = l + 1 == cfg_.layers;
     LayerConfig lc;
@@ -125,14 +126,22 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   // Sparse layer-0 input (bag-of-words features): decided per rank from its owned rows (the
   // paths agree up to float summation order, so ranks need not agree); the CSR is built after the
   // feature exchange, and layer 0 then needs no dense dropout buffer.
-  sparse_input_ = cfg_.sparse_features && nonzero_fraction(part_.features) < 0.1;
+  // Sparsified features (a partition written with --sparsify-features) are read by layer 0 as
+  // they are stored, positions and codebook: no rank ever holds them dense.
+  compact_input_ = part_.sparsified();
+  GNN_CHECK_CONFIG(!compact_input_ || !cfg_.compress_layer0,
+                   "--compress-layer0: the partition ", cfg_.partition_dir,
+                   " holds sparsified features, whose positions cross once as they are (no codec)");
+  sparse_input_ = !compact_input_ && cfg_.sparse_features && nonzero_fraction(part_.features) < 0.1;
 
   // Buffers.
   const LocalId n_local = part_.num_local(), n_own = part_.num_owned;
   for (int l = 0; l < cfg_.layers; ++l) {
     const std::int64_t w = layers_[l]->in_dim();
-    x_.emplace_back(n_local, w, dev_);
-    const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && sparse_input_);
+    // Compact mode: layer 0 reads positions and codebook (and draws its dropout inside the
+    // kernels), so it needs neither a dense input nor a dropout buffer.
+    x_.emplace_back(l == 0 && compact_input_ ? Matrix() : Matrix(n_local, w, dev_));
+    const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && (sparse_input_ || compact_input_));
     xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
     // Layer 0's input gradient is never needed (features are constants).
     gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
@@ -159,6 +168,31 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   val_mask_ = Buffer<std::uint8_t>::from_host(part_.val_mask, dev_);
 
   // Layer-0 input: owned features, then the halo features, exchanged once.
+  feature_bytes_.stored = part_.sparsified() ? static_cast<std::uint64_t>(part_.sparse_features.bytes())
+                                             : part_.features.size() * sizeof(float);
+  feature_bytes_.stored_dense = static_cast<std::uint64_t>(n_own) *
+                                static_cast<std::uint64_t>(part_.num_features()) * sizeof(float);
+  if (compact_input_) {
+    SparseFeatures& sf = part_.sparse_features;
+    // Every decoded row holds the same values (the codebook) at other columns, so its sum is
+    // the codebook's sum: row normalisation divides the codebook by it, exactly as
+    // row_normalize divides each decoded row.
+    if (cfg_.row_normalize_features) {
+      double sum = 0;
+      for (const float v : sf.codebook) sum += v;
+      if (sum != 0) {
+        const float inv = static_cast<float>(1.0 / sum);
+        for (float& v : sf.codebook) v *= inv;
+      }
+    }
+    x0_slots_ = sf.layout.slots();
+    x0_pos_host_.assign(static_cast<std::size_t>(static_cast<std::int64_t>(n_local) * x0_slots_), 0);
+    std::copy(sf.positions.begin(), sf.positions.end(), x0_pos_host_.begin());
+    x0_codebook_ = Buffer<float>::from_host(sf.codebook, dev_);
+    x0_slot_base_ = Buffer<std::int32_t>::from_host(sf.layout.slot_base, dev_);
+    part_.sparse_features = SparseFeatures{};
+    return;
+  }
   if (cfg_.row_normalize_features) row_normalize(part_.features);
   {
     const Matrix f = part_.features.clone(dev_);
@@ -174,6 +208,10 @@ void Trainer::exchange_features_once() {
   // waiting in this exchange.
   if (features_exchanged_) return;
   const LocalId n_own = part_.num_owned, n_local = part_.num_local();
+  if (compact_input_) {
+    exchange_compact_features();
+    return;
+  }
   DenseView x0 = x_[0].view();
   traffic_.reset();
   HaloExchange& ex = features_exchange_ ? *features_exchange_ : *exchange_;
@@ -186,6 +224,69 @@ void Trainer::exchange_features_once() {
     x0_dropped_ = Buffer<float>(static_cast<std::size_t>(x0_csr_.nnz()), dev_);
     x_[0] = Matrix();  // the CSR is all layer 0 reads from now on (1.2 GB saved on Physics)
   }
+  finish_feature_bytes();
+}
+
+void Trainer::exchange_compact_features() {
+  // The halo rows' positions (slots bytes per row) cross once; the codebook is the same on every
+  // rank (it came with the partition), so nothing else does.
+  const auto slots = static_cast<std::size_t>(x0_slots_);
+  std::vector<std::vector<std::byte>> out(part_.send.size());
+  std::vector<PeerBytes> sends;
+  std::vector<PeerBytesMut> recvs;
+  for (std::size_t k = 0; k < part_.send.size(); ++k) {
+    const PeerRows& pr = part_.send[k];
+    out[k].resize(pr.rows.size() * slots);
+    for (std::size_t i = 0; i < pr.rows.size(); ++i)
+      std::memcpy(out[k].data() + i * slots,
+                  x0_pos_host_.data() + static_cast<std::size_t>(pr.rows[i]) * slots, slots);
+    sends.push_back({pr.peer, out[k]});
+  }
+  // A peer's halo rows are contiguous and in the order it sends them (local_partition.hpp).
+  for (const PeerRows& pr : part_.recv) {
+    if (pr.rows.empty()) continue;
+    for (std::size_t i = 1; i < pr.rows.size(); ++i)
+      GNN_ASSERT(pr.rows[i] == pr.rows[0] + static_cast<LocalId>(i), "halo rows of peer ", pr.peer,
+                 " are not contiguous");
+    recvs.push_back({pr.peer, std::span<std::byte>(reinterpret_cast<std::byte*>(x0_pos_host_.data()) +
+                                                       static_cast<std::size_t>(pr.rows[0]) * slots,
+                                                   pr.rows.size() * slots)});
+  }
+  traffic_.reset();
+  transport_.exchange(sends, recvs, exchange_->tag(0, Direction::forward)).wait();
+  for (std::size_t k = 0; k < part_.send.size(); ++k)
+    traffic_.add(0, Direction::forward, part_.send[k].peer,
+                 static_cast<std::int64_t>(part_.send[k].rows.size()), out[k].size(), 0);
+  feature_exchange_bytes_ = global_bytes(traffic_.total().total());
+  features_exchanged_ = true;
+  x0_pos_ = Buffer<std::uint8_t>::from_host(x0_pos_host_, dev_);
+  x0_pos_host_ = {};
+  finish_feature_bytes();
+}
+
+void Trainer::finish_feature_bytes() {
+  // What layer 0 holds for its input on this rank, and the fp32 matrix it stands for.
+  const auto n_local = static_cast<std::uint64_t>(part_.num_local());
+  const auto width = static_cast<std::uint64_t>(layers_[0]->in_dim());
+  FeatureBytes& b = feature_bytes_;
+  if (compact_input_) b.memory = x0_pos_.bytes() + x0_codebook_.bytes() + x0_slot_base_.bytes();
+  else if (sparse_input_)
+    b.memory = x0_csr_.row_ptr().bytes() + x0_csr_.col().bytes() + x0_csr_.val().bytes() +
+               x0_dropped_.bytes();
+  else b.memory = x_[0].size() * sizeof(float) + xd_[0].size() * sizeof(float);
+  b.memory_dense = n_local * width * sizeof(float);
+  b.sent = 0;  // the exchange's bytes are summed over ranks already (feature_exchange_bytes_)
+  b.sent_dense = static_cast<std::uint64_t>(part_.num_halo) * width * sizeof(float);
+  std::int64_t v[5] = {static_cast<std::int64_t>(b.stored), static_cast<std::int64_t>(b.stored_dense),
+                       static_cast<std::int64_t>(b.memory), static_cast<std::int64_t>(b.memory_dense),
+                       static_cast<std::int64_t>(b.sent_dense)};
+  transport_.all_reduce_sum(v, 5);
+  b.stored = static_cast<std::uint64_t>(v[0]);
+  b.stored_dense = static_cast<std::uint64_t>(v[1]);
+  b.memory = static_cast<std::uint64_t>(v[2]);
+  b.memory_dense = static_cast<std::uint64_t>(v[3]);
+  b.sent_dense = static_cast<std::uint64_t>(v[4]);
+  b.sent = feature_exchange_bytes_;
 }
 
 Trainer::~Trainer() = default;
@@ -194,8 +295,8 @@ void Trainer::forward(std::int64_t epoch, bool training) {
   const LocalId n_own = part_.num_owned;
   const bool drop = training && cfg_.dropout > 0;
   for (int l = 0; l < cfg_.layers; ++l) {
-    // In sparse mode layer 0's dense input is gone; only its shape is passed.
-    DenseView x = (l == 0 && sparse_input_)
+    // In sparse and compact mode layer 0's dense input is gone; only its shape is passed.
+    DenseView x = (l == 0 && (sparse_input_ || compact_input_))
                       ? DenseView{nullptr, part_.num_local(), layers_[0]->in_dim()}
                       : x_[l].view();
     if (l > 0) {
@@ -203,7 +304,14 @@ void Trainer::forward(std::int64_t epoch, bool training) {
       else policy_->forward_eval(l, epoch, x);
     }
     ConstDenseView in = x;
-    if (l == 0 && sparse_input_) {
+    if (l == 0 && compact_input_) {
+      // Layer 0 reads positions and codebook; the kernels draw the dense path's dropout mask.
+      const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
+      layers_[0]->set_sparse_input(CompactView{part_.num_local(), layers_[0]->in_dim(), x0_slots_,
+                                               x0_pos_.data(), x0_codebook_.data(),
+                                               x0_slot_base_.data(), drop ? cfg_.dropout : 0.0f,
+                                               key, graph_.global_ids.data()});
+    } else if (l == 0 && sparse_input_) {
       // Layer 0 reads the CSR (x only gives the shape); dropout draws the dense path's mask on
       // the stored entries only.
       CsrView xs = x0_csr_.view();
@@ -588,9 +696,12 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
   const auto t0 = Clock::now();
   exchange_features_once();
   f.feature_exchange_bytes = feature_exchange_bytes_;
-  f.feature_exchange_codec = (features_exchange_ ? *features_exchange_ : *exchange_)
-                                 .codec(0, Direction::forward)
-                                 .name();
+  f.feature_bytes = feature_bytes_;
+  f.feature_form = compact_input_ ? "sparsified" : sparse_input_ ? "csr" : "dense";
+  f.feature_exchange_codec = compact_input_ ? std::string("positions")
+                                            : (features_exchange_ ? *features_exchange_ : *exchange_)
+                                                  .codec(0, Direction::forward)
+                                                  .name();
   // The protocol (docs/training.md): the schedule sets each epoch's rate, every evaluation goes
   // through model selection (the best one's parameters are kept when they will be restored),
   // and patience ends training early. All decisions use all-reduced values: every rank agrees.

@@ -113,9 +113,27 @@ class Trainer {
   /// Whether layer 0 reads its input as CSR (TrainConfig::sparse_features and fewer than 10% of
   /// this rank's owned feature entries non-zero); see Layer::set_sparse_input.
   bool sparse_input() const { return sparse_input_; }
+  /// Whether layer 0 reads sparsified features (positions + codebook: a partition written with
+  /// --sparsify-features).
+  bool compact_input() const { return compact_input_; }
+  /// The layer-0 exchange (collective; once per run, later calls return at once). run() and
+  /// evaluate() call it; a caller may call it earlier to report feature_bytes() at start-up.
+  void exchange_features() { exchange_features_once(); }
+  /// The owned rows of layer l's output in the last forward pass (training or evaluation):
+  /// after the activation for l < layers - 1, the logits for the last layer.
+  ConstDenseView layer_output(int l) const {
+    GNN_ASSERT(l >= 0 && l < cfg_.layers, "layer_output: no layer ", l);
+    return l + 1 < cfg_.layers ? ConstDenseView(x_[l + 1].view().rows_range(0, part_.num_owned))
+                               : ConstDenseView(logits_.view());
+  }
+  /// Feature bytes of all ranks (valid after exchange_features()).
+  const FeatureBytes& feature_bytes() const { return feature_bytes_; }
 
  private:
   void exchange_features_once();
+  void exchange_compact_features();
+  /// Fills feature_bytes_ (collective), once the layer-0 input has its final form.
+  void finish_feature_bytes();
   void forward(std::int64_t epoch, bool training);
   double loss_and_grad();
   void backward(std::int64_t epoch);
@@ -162,6 +180,13 @@ class Trainer {
   bool sparse_input_ = false;
   CsrMatrix x0_csr_;         ///< sparse mode: x_[0] (all local rows) as CSR, after the exchange
   Buffer<float> x0_dropped_; ///< sparse mode: x0_csr_'s values after this epoch's dropout
+  bool compact_input_ = false;
+  std::vector<std::uint8_t> x0_pos_host_;  ///< compact mode: all local rows' positions, until the exchange
+  Buffer<std::uint8_t> x0_pos_;            ///< compact mode: all local rows' positions (num_local x slots)
+  Buffer<float> x0_codebook_;              ///< compact mode: the codebook (slots)
+  Buffer<std::int32_t> x0_slot_base_;      ///< compact mode: each slot's chunk start column
+  std::int64_t x0_slots_ = 0;
+  FeatureBytes feature_bytes_;
   bool features_exchanged_ = false;
   std::uint64_t feature_exchange_bytes_ = 0;
   double allreduce_s_ = 0;

@@ -2,8 +2,9 @@
 """Writes the seed corpus of the libFuzzer harnesses (test/fuzz/corpus/<reader>/), small valid
 inputs of every kind the readers accept. The rank-file seeds come from halognn-partition:
     make_corpus.py [BUILD_BIN_DIR]
-Regression inputs (findings, once fixed) live beside the seeds as regress-*; this script does not
-touch them."""
+Regression inputs (findings, once fixed) live beside the seeds as regress-*, and rank files of
+format version 2 (written by an earlier build, still read) as v2-*; this script does not touch
+them."""
 import io
 import json
 import os
@@ -111,6 +112,12 @@ if len(sys.argv) > 1:
                        check=True, stdout=subprocess.DEVNULL)
         subprocess.run([f"{binary}/halognn-partition", "--data", f"{t}/ds", "--parts", "2",
                         "--out", f"{t}/p"], check=True, stdout=subprocess.DEVNULL)
+        # The same with sparsified features (sections SPCB and SPPO; k = 1: 2 positions a row).
+        subprocess.run([f"{binary}/halognn-partition", "--data", f"{t}/ds", "--parts", "2",
+                        "--out", f"{t}/ps", "--sparsify-features", "1"], check=True,
+                       stdout=subprocess.DEVNULL)
         for r in (0, 1):
             with open(f"{t}/p/part-0000{r}.bin", "rb") as f:
                 put("rank_file", f"part-0000{r}.bin", f.read())
+            with open(f"{t}/ps/part-0000{r}.bin", "rb") as f:
+                put("rank_file", f"sparsified-part-0000{r}.bin", f.read())

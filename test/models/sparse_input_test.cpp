@@ -45,9 +45,9 @@ void expect_near(std::span<const float> got, std::span<const float> want, const 
     ASSERT_NEAR(got[i], want[i], 1e-5 * (1.0 + std::abs(want[i]))) << what << " at " << i;
 }
 
-class SparseInput : public ::testing::TestWithParam<LayerConfig> {};
+class SparseLayerInput : public ::testing::TestWithParam<LayerConfig> {};
 
-TEST_P(SparseInput, EqualsTheDenseLayerWithAndWithoutDropout) {
+TEST_P(SparseLayerInput, EqualsTheDenseLayerWithAndWithoutDropout) {
   const LayerConfig cfg = GetParam();
   // 40 vertices, this rank owns a third of them: halo rows exist and must be used.
   const test::SmallGraph graph = test::random_graph(40, 0.12, 3, /*isolated=*/7);
@@ -97,7 +97,7 @@ TEST_P(SparseInput, EqualsTheDenseLayerWithAndWithoutDropout) {
   }
 }
 
-TEST_P(SparseInput, ReturnsToTheDenseInputWhenCleared) {
+TEST_P(SparseLayerInput, ReturnsToTheDenseInputWhenCleared) {
   const LayerConfig cfg = GetParam();
   const test::SmallGraph graph = test::random_graph(30, 0.15, 4);
   const LocalPartition part = test::whole_graph(graph);
@@ -131,7 +131,7 @@ LayerConfig config(ModelKind kind, std::int64_t in, std::int64_t out, int heads 
 
 // Narrow inputs (in_dim <= out_dim) aggregate first on the dense path and transform first on the
 // sparse one; wide inputs transform first on both.
-INSTANTIATE_TEST_SUITE_P(Layers, SparseInput,
+INSTANTIATE_TEST_SUITE_P(Layers, SparseLayerInput,
                          ::testing::Values(config(ModelKind::gcn, 6, 8), config(ModelKind::gcn, 24, 4),
                                            config(ModelKind::sage, 6, 8),
                                            config(ModelKind::sage, 24, 4),

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "core/data/feature_sparsify.hpp"
 #include "core/json.hpp"
+#include "core/rng.hpp"
 #include "partition/partition_io.hpp"
 #include "partition_fixtures.hpp"
 
@@ -229,7 +231,7 @@ TEST_F(PartitionDir, APartitionOfTheOlderFormatIsRefusedWithAHintToRepartition) 
   const std::string current = "\"version\": " + std::to_string(kPartitionFormatVersion);
   text.replace(text.find(current), current.size(), "\"version\": 1");
   spit(out_ + "/manifest.json", text);
-  expect_read_error(out_ + "/manifest.json", "version 1, this build reads version 2; re-run "
+  expect_read_error(out_ + "/manifest.json", "version 1, this build reads versions 2 and 3; re-run "
                                              "halognn-partition");
 }
 
@@ -283,6 +285,119 @@ TEST_F(PartitionDir, EveryRankFileAndTheManifestCarryOneRunId) {
   const std::string again = tmp_ / "again";
   write_partition_dir(ds_, g_, parts_, cfg_, again);
   EXPECT_NE(read_partition_manifest(again).at("run_id").get<std::string>(), id);
+}
+
+/// The fixture's graph with 300 random features, partitioned with sparsified features (k = 5).
+class SparsifiedPartitionDir : public PartitionDir {
+ protected:
+  void SetUp() override {
+    PartitionDir::SetUp();
+    wide_ = test::make_dataset(test::random_edges(400, 1600, 21), 4, 300);
+    const CounterRng rng(RngKey{4, RngPurpose::test, 0, 0});
+    for (std::int64_t i = 0; i < wide_.features.size(); ++i)
+      wide_.features.data()[i] = rng.uniform(static_cast<std::uint64_t>(i), 0);
+    PartitionConfig cfg = cfg_;
+    cfg.sparsify_k = 5;
+    cfg.sparsify_sample = 1000;  // more than the nodes: every node
+    out_ = tmp_ / "sparse";
+    manifest_ = write_partition_dir(wide_, g_, parts_, cfg, out_, &report_);
+  }
+  /// Byte offset of section `tag`'s data in `bytes` (after its 16-byte header).
+  static std::size_t section_data(const std::string& bytes, const char* tag) {
+    const std::size_t at = bytes.find(std::string(tag, 4) + std::string("\x01\0\0\0", 4));
+    return at == std::string::npos ? at : at + 16;
+  }
+  Dataset wide_;
+};
+
+TEST_F(SparsifiedPartitionDir, StoresPositionsAndTheCodebookAndReportsTheBytes) {
+  const SparseFeatures all = sparsify_features(wide_.features.data(), 400, 300, 5, cfg_.seed, 2.5);
+  const std::int64_t slots = all.layout.slots();
+  ASSERT_EQ(slots, 20);
+  std::int64_t dense = 0, stored = 0;
+  for (Rank r = 0; r < 4; ++r) {
+    const LocalPartition lp = read_local_partition(out_, r, 4);
+    ASSERT_TRUE(lp.sparsified());
+    EXPECT_EQ(lp.num_features(), 300);
+    EXPECT_EQ(lp.features.size(), 0);
+    EXPECT_EQ(lp.sparse_features.codebook, all.codebook);
+    for (LocalId i = 0; i < lp.num_owned; ++i)
+      for (std::int64_t s = 0; s < slots; ++s)
+        ASSERT_EQ(lp.sparse_features.positions[static_cast<std::size_t>(i * slots + s)],
+                  all.positions[static_cast<std::size_t>(lp.global_ids[i] * slots + s)]);
+    dense += lp.num_owned * 300 * 4;
+    stored += lp.num_owned * slots + slots * 4;
+  }
+  EXPECT_EQ(report_.feature_bytes_dense, dense);
+  EXPECT_EQ(report_.feature_bytes_stored, stored);
+  EXPECT_EQ(manifest_.at("features").at("sparsify_k").get<int>(), 5);
+  EXPECT_DOUBLE_EQ(manifest_.at("features").at("ratio").get<double>(), 300.0 * 4 / 20);
+  EXPECT_EQ(manifest_.at("features").at("codebook_rows").get<std::int64_t>(), 400);
+}
+
+TEST_F(SparsifiedPartitionDir, APositionTwiceInOneChunkIsRefused) {
+  const std::string bytes = slurp(rank_file(1));
+  const std::size_t at = section_data(bytes, "SPPO");
+  ASSERT_NE(at, std::string::npos);
+  forge(out_, 1, at + 1, bytes.data() + at, 1);  // slot 1 = slot 0
+  expect_read_error(rank_file(1), "has a position outside its chunk or twice in one chunk");
+}
+
+TEST_F(SparsifiedPartitionDir, APositionPastItsChunkIsRefused) {
+  const std::string bytes = slurp(rank_file(1));
+  const std::size_t at = section_data(bytes, "SPPO");
+  ASSERT_NE(at, std::string::npos);
+  const std::uint8_t past = 44;  // slot 10 lies in the second chunk, 44 columns wide
+  forge(out_, 1, at + 10, &past, 1);
+  expect_read_error(rank_file(1), "sparsified features: row 0 has a position outside its chunk");
+}
+
+TEST_F(SparsifiedPartitionDir, AnImpossibleKOrAMissingCodebookIsRefused) {
+  const std::int32_t k = 200;
+  forge(out_, 1, 96, &k, sizeof k);  // header field sparse k, after the run id
+  expect_read_error(rank_file(1), "sparsified features: k = 200");
+  const std::int32_t k4 = 4;  // another k: 16 slots, but the sections hold 20
+  forge(out_, 1, 96, &k4, sizeof k4);
+  expect_read_error(rank_file(1), "section SPCB has 20 elements, expected 16");
+}
+
+TEST_F(SparsifiedPartitionDir, TheManifestMustAgreeOnK) {
+  Json m = read_partition_manifest(out_);
+  m["features"]["sparsify_k"] = 6;
+  spit(out_ + "/manifest.json", m.dump(2));
+  expect_read_error(rank_file(1), "holds features sparsified with k = 5 but the manifest says k = 6");
+}
+
+TEST_F(PartitionDir, APartitionOfFormatVersion2StillLoads) {
+  // Rewrite every rank file as version 2 wrote it: no sparse-k header field, no SPCB and SPPO
+  // sections; and the manifest's version.
+  Json m = read_partition_manifest(out_);
+  for (Rank r = 0; r < 4; ++r) {
+    std::string bytes = slurp(rank_file(r));
+    const std::size_t spcb = bytes.find(std::string("SPCB\x04\0\0\0", 8));
+    ASSERT_NE(spcb, std::string::npos);
+    bytes.erase(spcb, 32);  // two empty sections of 16 header bytes
+    bytes.erase(96, 4);     // the sparse-k field
+    const std::uint32_t version = 2, sections = 12;
+    std::memcpy(bytes.data() + 8, &version, 4);
+    std::memcpy(bytes.data() + 12, &sections, 4);
+    const auto crc = static_cast<std::uint32_t>(
+        ::crc32(::crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()),
+                static_cast<uInt>(bytes.size() - 4)));
+    std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
+    spit(rank_file(r), bytes);
+    m["files"][static_cast<std::size_t>(r)]["crc32"] = crc;
+    m["files"][static_cast<std::size_t>(r)]["bytes"] = bytes.size();
+  }
+  m["version"] = 2;
+  spit(out_ + "/manifest.json", m.dump(2));
+  const auto built = build_local_partitions(ds_, g_, parts_, 4);
+  for (Rank r = 0; r < 4; ++r) {
+    const LocalPartition lp = read_local_partition(out_, r, 4);
+    EXPECT_FALSE(lp.sparsified());
+    EXPECT_EQ(lp.features.to_host(), built[r].features.to_host());
+    EXPECT_EQ(lp.global_ids, built[r].global_ids);
+  }
 }
 
 TEST(PartitionMetisGraph, WritesOneBasedAdjacencyWithUndirectedEdgeCount) {

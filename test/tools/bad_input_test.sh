@@ -150,7 +150,7 @@ expect_error "train: manifest feature count differs" "features per node but the 
   "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_features" --epochs 1
 cp -r "$work/p2" "$work/p2_v1"
 set_manifest "$work/p2_v1" version 1
-expect_error "train: partition of the older format" "version 1, this build reads version 2; re-run halognn-partition" \
+expect_error "train: partition of the older format" "version 1, this build reads versions 2 and 3; re-run halognn-partition" \
   "${mpi2[@]}" "$bin/halognn-train" --partition "$work/p2_v1" --epochs 1
 # Two random partitions of the same data (same part sizes), with part 1 of the second given the
 # first's run id: every file is valid on its own; only the ranks together can see the mix-up.
@@ -266,6 +266,8 @@ expect_error "partition: truncated features" "features.npy" \
   "$bin/halognn-partition" --data "$work/ds_bad" --parts 2 --out "$work/px"
 expect_error "partition: bad parts" "--parts" \
   "$bin/halognn-partition" --data "$work/ds" --parts 0 --out "$work/px"
+expect_error "partition: sparsify k out of range" "--sparsify-features must be in \\[1, 128\\]" \
+  "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --sparsify-features 129
 expect_error "data: inspect missing" "$work/none" "$bin/halognn-data" inspect "$work/none"
 cp -r "$work/ds" "$work/ds_dir"
 rm "$work/ds_dir/features.npy" && mkdir "$work/ds_dir/features.npy"
