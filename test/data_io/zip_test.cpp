@@ -245,7 +245,8 @@ NpyArray array_of(NpyType type, std::vector<std::int64_t> shape, std::string byt
   a.item_size = item;
   a.shape = std::move(shape);
   a.data.resize(bytes.size());
-  std::memcpy(a.data.data(), bytes.data(), bytes.size());
+  // An empty array has no storage: memcpy from or to a null pointer is undefined even for 0 bytes.
+  if (!bytes.empty()) std::memcpy(a.data.data(), bytes.data(), bytes.size());
   return a;
 }
 
