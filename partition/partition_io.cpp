@@ -290,6 +290,11 @@ LocalPartition read_rank_file(const std::string& path, std::uint32_t* crc_out) {
   r.read(lp.features.data(), nfeat * sizeof(float), "FEAT");
   if (sparse_k > 0) {
     SparseFeatures& sf = lp.sparse_features;
+    // Every full chunk has at least 2 codebook floats: a forged feature count must not make the
+    // layout (one entry per slot) larger than the codebook the file could hold.
+    GNN_CHECK_INPUT(static_cast<std::uint64_t>(num_features / kSparsifyChunk) <= r.left() / 8, path,
+                    "header claims ", num_features, " sparsified features, more than the ",
+                    r.left(), " bytes left in the file can hold");
     sf.layout = make_sparsify_layout(num_features, sparse_k);
     sf.rows = owned;
     r.section("SPCB", sf.codebook, sf.layout.slots());

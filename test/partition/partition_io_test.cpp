@@ -361,6 +361,14 @@ TEST_F(SparsifiedPartitionDir, AnImpossibleKOrAMissingCodebookIsRefused) {
   expect_read_error(rank_file(1), "section SPCB has 20 elements, expected 16");
 }
 
+TEST_F(SparsifiedPartitionDir, AHugeFeatureCountIsRefusedBeforeItsLayoutIsBuilt) {
+  // Found by fuzz_rank_file: F = 2^40 made the reader build a layout of 2^33 entries (minutes and
+  // gigabytes) before the codebook's size could refuse it.
+  const std::int64_t f = std::int64_t{1} << 40;
+  forge(out_, 1, 48, &f, sizeof f);  // header field num_features
+  expect_read_error(rank_file(1), "sparsified features, more than the");
+}
+
 TEST_F(SparsifiedPartitionDir, TheManifestMustAgreeOnK) {
   Json m = read_partition_manifest(out_);
   m["features"]["sparsify_k"] = 6;
