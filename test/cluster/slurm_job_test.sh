@@ -64,6 +64,20 @@ check_job() {
   fi
 }
 
+# requeue_and_wait JOBID SECONDS: scontrol requeue, then wait until the rerun has ended; sets
+# state and restarts.
+requeue_and_wait() {
+  on_h0 scontrol requeue "$1" || ct_fail "scontrol requeue $1"
+  state=""
+  local _
+  for _ in $(seq $(($2 * 2))); do
+    state=$(on_h0 scontrol show job "$1" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)
+    restarts=$(on_h0 scontrol show job "$1" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
+    [[ $restarts == 1 && $state =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]] && break
+    sleep 0.5
+  done
+}
+
 # 1. partition job, then the training job after it (srun).
 part_id=$(on_h0 sbatch --parsable "$src/launch/slurm/partition.sbatch" \
             --data "$work/ds" --parts 2 --out "$work/parts/p2") || { echo "FAIL: sbatch partition"; exit 1; }
@@ -89,14 +103,7 @@ mpi_id=$(grep -o '[0-9]*$' "$work/sub2" | head -n 1)
 check_job "$mpi_id" "mpirun job $mpi_id"
 grep -q '"launcher": "mpirun"' "$work/results/$mpi_id/job.json" || ct_fail "job $mpi_id did not use mpirun"
 
-on_h0 scontrol requeue "$mpi_id" || ct_fail "scontrol requeue $mpi_id"
-state=""
-for _ in $(seq 240); do
-  state=$(on_h0 scontrol show job "$mpi_id" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)
-  restarts=$(on_h0 scontrol show job "$mpi_id" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
-  [[ $restarts == 1 && $state =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]] && break
-  sleep 0.5
-done
+requeue_and_wait "$mpi_id" 120
 if [[ $state != COMPLETED ]]; then
   ct_fail "requeued job $mpi_id ended $state (restarts ${restarts:-?})"
 else
@@ -121,14 +128,7 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 compgen -G "$ckpts/epoch-*/manifest.json" >/dev/null || ct_fail "job $long_id wrote no checkpoint in 120 s"
-on_h0 scontrol requeue "$long_id" || ct_fail "scontrol requeue $long_id (running)"
-state=""
-for _ in $(seq 480); do
-  state=$(on_h0 scontrol show job "$long_id" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)
-  restarts=$(on_h0 scontrol show job "$long_id" | grep -o 'Restarts=[0-9]*' | cut -d= -f2)
-  [[ $restarts == 1 && $state =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]] && break
-  sleep 0.5
-done
+requeue_and_wait "$long_id" 240
 d=$work/results/$long_id
 if [[ $state != COMPLETED ]]; then
   ct_fail "job $long_id requeued while training ended $state (restarts ${restarts:-?}): $(tail -n 5 "$d/train.log" 2>/dev/null)"
