@@ -32,6 +32,7 @@
 #include "partition/partition_io.hpp"
 #include "partition/planted_link.hpp"
 #include "partition/semantic_groups.hpp"
+#include "launch/tool_main.hpp"
 
 namespace po = boost::program_options;
 using namespace halognn;
@@ -184,12 +185,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", kTool, e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", kTool, e.what());
-  }
-  return 1;
+  return halognn::run_tool(kTool, [&] { return run(argc, argv); });
 }

@@ -24,6 +24,7 @@
 #include "core/error.hpp"
 #include "partition/partition.hpp"
 #include "training/trainer.hpp"
+#include "launch/tool_main.hpp"
 
 namespace po = boost::program_options;
 using namespace halognn;
@@ -143,13 +144,8 @@ int run(int argc, char** argv, Transport& world) {
 
 int main(int argc, char** argv) {
   MpiEnv mpi(argc, argv);
-  try {
+  return halognn::run_tool("halognn-bench-sparsify-cosine", [&] {
     const std::unique_ptr<Transport> world = make_mpi_transport(MPI_COMM_WORLD);
     return run(argc, argv, *world);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "halognn-bench-sparsify-cosine: %s (see --help)\n", e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "halognn-bench-sparsify-cosine: %s\n", e.what());
-  }
-  return 1;
+  });
 }

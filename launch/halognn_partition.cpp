@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "partition/partition.hpp"
 #include "partition/partition_io.hpp"
+#include "launch/tool_main.hpp"
 
 namespace po = boost::program_options;
 using namespace halognn;
@@ -230,12 +231,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "%s: %s (see --help)\n", kTool, e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", kTool, e.what());
-  }
-  return 1;
+  return halognn::run_tool(kTool, [&] { return run(argc, argv); });
 }
