@@ -66,14 +66,19 @@ class EmulatedLinkTransport final : public Transport {
                    int tag) override {
     GNN_CHECK_CONFIG(tag >= 0 && tag <= max_tag(), "emulated link: tag ", tag, " out of range");
     const double now = link_clock_now();
-    // Model this rank's NIC: messages leave one after another, in posting order.
+    // Model this rank's share of its host's NIC: messages leave one after another, in posting
+    // order, at bandwidth / ranks_per_host; a message to a rank of the same host is not delayed.
     auto stamps_out = std::make_shared<std::vector<double>>();
     double sends_done = now;
     std::vector<PeerBytes> stamp_sends;
     for (const PeerBytes& s : sends) {
       if (s.bytes.empty()) continue;
+      if (link_.same_host(rank(), s.peer)) {
+        stamps_out->push_back(now);
+        continue;
+      }
       const double start = std::max(now, nic_free_);
-      nic_free_ = start + link_.transfer_s(s.bytes.size());
+      nic_free_ = start + link_.transfer_s(s.bytes.size()) * link_.ranks_per_host;
       sends_done = std::max(sends_done, nic_free_);
       stamps_out->push_back(nic_free_ + link_.latency_s());
     }
@@ -106,7 +111,7 @@ class EmulatedLinkTransport final : public Transport {
     const double t0 = link_clock_now();
     inner_.all_reduce_sum(dev, data, n);
     const double p = inner_.size();
-    if (p > 1) {
+    if (!link_.same_host(0, inner_.size() - 1)) {
       const double bytes = static_cast<double>(n) * sizeof(float);
       const double model = 2 * (p - 1) * (link_.latency_s() + bytes * 8.0 / (p * link_.gbps * 1e9));
       wait_until(t0 + model);
@@ -145,12 +150,26 @@ LinkModel parse_link_model(const std::string& spec) {
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     GNN_CHECK_CONFIG(ec == std::errc() && p == t.data() + t.size() && std::isfinite(v),
                      "--emulate-link '", spec, "': ", what, " '", std::string(t),
-                     "' is not a number (expected GBPS[,LATENCY_US])");
+                     "' is not a number (expected GBPS[,LATENCY_US[,RANKS_PER_HOST]])");
     return v;
   };
-  const auto comma = spec.find(',');
-  m.gbps = number(std::string_view(spec).substr(0, comma), "bandwidth");
-  if (comma != std::string::npos) m.latency_us = number(std::string_view(spec).substr(comma + 1), "latency");
+  std::vector<std::string_view> fields;
+  for (std::size_t start = 0;;) {
+    const auto comma = spec.find(',', start);
+    fields.push_back(std::string_view(spec).substr(start, comma == std::string::npos ? comma : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  GNN_CHECK_CONFIG(fields.size() <= 3, "--emulate-link '", spec,
+                   "': expected GBPS[,LATENCY_US[,RANKS_PER_HOST]]");
+  m.gbps = number(fields[0], "bandwidth");
+  if (fields.size() > 1) m.latency_us = number(fields[1], "latency");
+  if (fields.size() > 2) {
+    const double per_host = number(fields[2], "ranks per host");
+    GNN_CHECK_CONFIG(per_host >= 1 && per_host <= 1e6 && per_host == std::floor(per_host), "--emulate-link '",
+                     spec, "': ranks per host must be a whole number >= 1, got '", std::string(fields[2]), "'");
+    m.ranks_per_host = static_cast<int>(per_host);
+  }
   GNN_CHECK_CONFIG(m.gbps > 0, "--emulate-link '", spec, "': bandwidth must be positive");
   GNN_CHECK_CONFIG(m.latency_us >= 0, "--emulate-link '", spec, "': latency must be non-negative");
   return m;

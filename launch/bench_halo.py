@@ -21,16 +21,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_suite  # noqa: E402  (Env, table, run_experiment)
 
 
-def partition(e, name, parts, extra, suffix):
-    """A partition of dataset `name` into `parts` made with the extra halognn-partition options."""
-    p = os.path.join(e.work, f"{name}.p{parts}.{suffix}")
-    manifest = os.path.join(p, "manifest.json")
-    if not os.path.exists(manifest) or json.load(open(manifest)).get("version") != bench_suite.PARTITION_FORMAT:
-        e.run(["halognn-partition", "--data", e.dataset(name), "--parts", str(parts), "--out", p] + extra,
-              ranks=0)
-    return p
-
-
 def finished(metrics):
     """Whether a metrics file ends with a run's final line (a killed run's file does not)."""
     if not os.path.exists(metrics):
@@ -94,8 +84,9 @@ def semantic(e, a):
     rows, results = [], []
     for ds in a.datasets:
         for parts in a.ranks:
-            parts_dir = {"sem": partition(e, ds, parts, ["--groups", "semantic"], "sem"),
-                         "drop": partition(e, ds, parts, ["--groups", "semantic", "--drop-o2o"], "semdrop")}
+            parts_dir = {"sem": e.partition(ds, parts, extra=["--groups", "semantic"], suffix="sem"),
+                         "drop": e.partition(ds, parts, extra=["--groups", "semantic", "--drop-o2o"],
+                                             suffix="semdrop")}
             report = json.load(open(os.path.join(parts_dir["sem"], "manifest.json")))["groups"]
             for model in a.models:
                 fp32_mb = None

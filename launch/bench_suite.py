@@ -212,15 +212,18 @@ class Env:
                           "--out", d] + opts, ranks=0)
         return d
 
-    def partition(self, name, parts, seed=1):
-        p = os.path.join(self.work, f"{self.instance(name, seed)}.p{parts}")
+    def partition(self, name, parts, seed=1, extra=(), suffix=""):
+        """The partition of dataset `name` into `parts`; with `extra` halognn-partition options it
+        is kept apart under the name suffix `suffix` (e.g. "sem" for --groups semantic)."""
+        assert not extra or suffix, "a partition made with extra options needs its own suffix"
+        p = os.path.join(self.work, f"{self.instance(name, seed)}.p{parts}" + (f".{suffix}" if suffix else ""))
         manifest = os.path.join(p, "manifest.json")
         # A partition of an older format (partition/partition_io.hpp) is made again.
         stale = (self.partition_format is not None and os.path.exists(manifest) and
                  json.load(open(manifest)).get("version") != self.partition_format)
         if not os.path.exists(manifest) or stale:
             self.run(["halognn-partition", "--data", self.dataset(name, seed), "--parts", str(parts),
-                      "--out", p], ranks=0)
+                      "--out", p] + list(extra), ranks=0)
         return p
 
     def train(self, name, ranks, args, tag, threads=None, seed=1):

@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
                 << kernels::to_string(kernels::cpu_isa()) << ")"
                 << (cfg.emulate_link.empty()
                         ? std::string()
-                        : ", EMULATED link " + cfg.emulate_link + " (Gb/s[,us])")
+                        : ", EMULATED link " + cfg.emulate_link + " (Gb/s[,us[,ranks per host]])")
                 << "\n";
     // Kernel numerics are process-wide (core/kernels/cpu_isa.hpp).
     kernels::set_cpu_numerics(cfg.numerics);

@@ -173,7 +173,8 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("smoothing", po::value(&c.smoothing)->default_value(0.0f),
        "pipelined: moving-average gamma for stale halo rows and gradients (0: off)")
       ("emulate-link", po::value(&c.emulate_link),
-       "GBPS[,LATENCY_US]: emulate a cluster link of this bandwidth and latency");
+       "GBPS[,LATENCY_US[,RANKS_PER_HOST]]: emulate a cluster link of this bandwidth and "
+       "latency (consecutive ranks share a host and its link; default 1 per host)");
   po::options_description all;
   all.add(general).add(model_opts).add(protocol_opts).add(comm_opts).add(ckpt_opts);
 

@@ -35,12 +35,18 @@ import bench_suite  # noqa: E402  (datasets, partitions and tables as the benchm
 CLUSTER = os.path.join(HERE, "netns_cluster.sh")
 PROBE = os.path.join(HERE, "link_probe.py")
 
-# Exchange policies: a name and the halognn-train options that select it. A new policy is one
-# more entry here; a study cell is POLICY/CODEC (codec options are added separately).
+# Exchange policies: a name, the halognn-train options that select it and, where the policy needs
+# a partition of its own, the halognn-partition options and the name suffix of that partition. A new
+# policy is one more entry here; a study cell is POLICY/CODEC (codec options are added separately).
 POLICIES = {
-    "sync": ["--exchange", "sync"],
-    "pipelined": ["--exchange", "pipelined"],
-    "pipelined-se5": ["--exchange", "pipelined", "--sync-every", "5"],
+    "sync": dict(train=["--exchange", "sync"]),
+    "pipelined": dict(train=["--exchange", "pipelined"]),
+    "pipelined-se5": dict(train=["--exchange", "pipelined", "--sync-every", "5"]),
+    # Selective refresh: every row at least every 4 epochs, and the 5% of the others with the
+    # largest gradients every epoch (docs/halo_exchange.md "Selective refresh").
+    "refresh": dict(train=["--exchange", "refresh", "--staleness-bound", "4", "--refresh-fraction", "0.05"]),
+    # One row per semantic group instead of every boundary row (docs/semantic_groups.md).
+    "semantic": dict(train=["--halo-rows", "semantic"], partition=["--groups", "semantic"], suffix="sem"),
 }
 
 
@@ -168,19 +174,25 @@ def run_grid(a):
             sys.exit(f"study.py: {tag} failed (exit {r.returncode}):\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
         return metrics, time.time() - t0
 
-    def emulated(ranks, gbps, lat_us, policy, codec):
-        key = dict(kind="run", mode="emulated", ranks=ranks, gbps=gbps, policy=policy, codec=codec,
-                   model=model, epochs=a.epochs)
+    def partition(policy, ranks):
+        pol = POLICIES[policy]
+        return env.partition("default", ranks, extra=pol.get("partition", ()), suffix=pol.get("suffix", ""))
+
+    def emulated(hosts, ranks, gbps, lat_us, policy, codec):
+        key = dict(kind="run", mode="emulated", hosts=hosts, ranks=ranks, gbps=gbps, policy=policy,
+                   codec=codec, model=model, epochs=a.epochs)
         if have(**key):
             return
-        tag = f"emu-r{ranks}-{gbps}-{policy}-{codec}"
+        tag = f"emu-h{hosts}-r{ranks}-{gbps}-{policy}-{codec}"
+        # Consecutive ranks share a host, as --map-by ppr:N:node places them on the namespace cluster.
+        link = f"{gbps},{lat_us:g},{ranks // hosts}"
         cmd = ["mpirun", "-np", str(ranks), "--bind-to", "none", "-x", "OMP_NUM_THREADS", trainer,
-               "--partition", env.partition("default", ranks), "--quiet",
-               "--emulate-link", f"{gbps},{lat_us:g}", "--codec", codec] + POLICIES[policy] + common
+               "--partition", partition(policy, ranks), "--quiet",
+               "--emulate-link", link, "--codec", codec] + POLICIES[policy]["train"] + common
         metrics, wall = train(tag, cmd, ranks)
         st = epoch_stats(metrics, a.skip)
-        add(dict(key, hosts=None, latency_us=lat_us, wall_s=wall, metrics=metrics, **st))
-        log(f"  emulated  r{ranks} {gbps} Gb/s {policy}/{codec}: epoch {st['epoch_s']:.2f} s")
+        add(dict(key, emulate_link=link, latency_us=lat_us, wall_s=wall, metrics=metrics, **st))
+        log(f"  emulated  h{hosts} r{ranks} {gbps} Gb/s {policy}/{codec}: epoch {st['epoch_s']:.2f} s")
 
     stop = {"signal": None}
 
@@ -214,8 +226,8 @@ def run_grid(a):
                             tag = f"ns-h{hosts}-r{ranks}-{gbps}-{policy}-{codec}"
                             cmd = [CLUSTER, "mpirun", "--name", a.name, "-np", str(ranks), "--map-by",
                                    f"ppr:{ranks // hosts}:node", "--bind-to", "none", "-x", "OMP_NUM_THREADS",
-                                   trainer, "--partition", env.partition("default", ranks), "--quiet",
-                                   "--codec", codec] + POLICIES[policy] + common
+                                   trainer, "--partition", partition(policy, ranks), "--quiet",
+                                   "--codec", codec] + POLICIES[policy]["train"] + common
                             tx0, rx0 = cluster.counters()
                             metrics, wall = train(tag, cmd, ranks)
                             tx1, rx1 = cluster.counters()
@@ -224,8 +236,7 @@ def run_grid(a):
                                      wire_tx_bytes=tx1 - tx0, wire_rx_bytes=rx1 - rx0, **st))
                             log(f"  namespace h{hosts} r{ranks} {gbps} Gb/s {policy}/{codec}: "
                                 f"epoch {st['epoch_s']:.2f} s, {(tx1 - tx0) / 1e6:.0f} MB on the wire")
-                        # The emulation has no hosts: one prediction serves every host count.
-                        emulated(ranks, gbps, lat_us, policy, codec)
+                        emulated(hosts, ranks, gbps, lat_us, policy, codec)
         except KeyboardInterrupt:
             sys.exit(f"study.py: interrupted{' by signal %d' % stop['signal'] if stop['signal'] else ''}; "
                      f"{out} holds every finished run (run again to resume)")
@@ -238,13 +249,13 @@ def run_grid(a):
 # report
 
 def paired(rows):
-    """(real row, emulated row) for every real run, matched on ranks, bandwidth, policy, codec."""
-    emu = {(r["ranks"], r["gbps"], r["policy"], r["codec"], json.dumps(r["model"]), r["epochs"]): r
-           for r in rows if r.get("kind") == "run" and r["mode"] == "emulated"}
+    """(real row, emulated row) for every real run, matched on hosts, ranks, bandwidth, policy, codec."""
+    cell = lambda r: (r["hosts"], r["ranks"], r["gbps"], r["policy"], r["codec"], json.dumps(r["model"]), r["epochs"])
+    emu = {cell(r): r for r in rows if r.get("kind") == "run" and r["mode"] == "emulated"}
     out = []
     for r in rows:
         if r.get("kind") == "run" and r["mode"] == "namespace":
-            e = emu.get((r["ranks"], r["gbps"], r["policy"], r["codec"], json.dumps(r["model"]), r["epochs"]))
+            e = emu.get(cell(r))
             out.append((r, e))
     order = lambda p: (p[0]["hosts"], p[0]["ranks"], -float(p[0]["gbps"]), p[0]["policy"] != "sync", p[0]["policy"], p[0]["codec"])
     return sorted(out, key=order)

@@ -19,7 +19,12 @@ TEST(EmulatedLink, ParsesBandwidthAndLatency) {
   const LinkModel b = parse_link_model("0.5,40");
   EXPECT_EQ(b.gbps, 0.5);
   EXPECT_EQ(b.latency_us, 40);
-  for (const char* bad : {"", "x", "0", "-1", "1,", "1,-3", "1,2,3", "inf"})
+  EXPECT_EQ(b.ranks_per_host, 1);
+  const LinkModel c = parse_link_model("1,30,2");
+  EXPECT_EQ(c.ranks_per_host, 2);
+  EXPECT_TRUE(c.same_host(2, 3));
+  EXPECT_FALSE(c.same_host(1, 2));
+  for (const char* bad : {"", "x", "0", "-1", "1,", "1,-3", "1,2,0", "1,2,1.5", "1,2,", "1,2,3,4", "1,,2", "inf"})
     EXPECT_THROW(parse_link_model(bad), ConfigError) << bad;
 }
 
@@ -89,6 +94,56 @@ TEST(EmulatedLink, AllReduceTakesTheRingTime) {
   EXPECT_GE(took, model - 1e-4);
   EXPECT_LE(took, model + 0.025);
   EXPECT_EQ(v[0], static_cast<float>(size));
+}
+
+// Hosts of two consecutive ranks: a message inside a host is not delayed, one between hosts leaves
+// at half the bandwidth (the two ranks of a host share its NIC). Each rank sends k messages to
+// the next rank, so at 2 ranks nothing crosses a host and at 4 ranks ranks 1 and 3 send across.
+TEST(EmulatedLink, RanksOfOneHostShareItsLinkAndTalkForFree) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  auto inner = make_mpi_transport(MPI_COMM_WORLD);
+  LinkModel link{0.1, 2000.0};  // slow, so the model's delays dwarf the real copies
+  link.ranks_per_host = 2;
+  auto t = make_emulated_link(*inner, link);
+  const int k = 3;
+  const std::size_t bytes = 250000;  // 20 ms each at 0.1 Gb/s, 40 ms at the shared half
+  const Rank next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  std::vector<std::vector<std::byte>> out(k, std::vector<std::byte>(bytes, std::byte{5}));
+  std::vector<std::vector<std::byte>> in(k, std::vector<std::byte>(bytes));
+  std::vector<PeerBytes> s;
+  std::vector<PeerBytesMut> r;
+  for (int i = 0; i < k; ++i) {
+    s.push_back({next, out[i]});
+    r.push_back({prev, in[i]});
+  }
+  inner->barrier();
+  const double t0 = link_clock_now();
+  Request a = t->exchange(s, r, 1);
+  a.wait();
+  const double ta = link_clock_now();
+  std::vector<double> posted(static_cast<std::size_t>(size));
+  MPI_Allgather(&t0, 1, MPI_DOUBLE, posted.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+  const double shared = 2 * link.transfer_s(bytes);
+  const double send_done = link.same_host(rank, next) ? t0 : t0 + k * shared;
+  const double arrived = link.same_host(prev, rank) ? posted[prev]
+                                                    : posted[prev] + k * shared + link.latency_s();
+  const double model = std::max(send_done, arrived);
+  EXPECT_GE(ta, model - 1e-4);
+  EXPECT_LE(ta, model + 0.025) << "late by " << ta - model << " s";
+  EXPECT_EQ(in[k - 1][bytes - 1], std::byte{5});
+
+  // The gradient all-reduce: free on one host, the ring time across hosts.
+  std::vector<float> v(250000, 1.0f);
+  inner->barrier();
+  const double t1 = link_clock_now();
+  t->all_reduce_sum(*cpu_device(), v.data(), v.size());
+  const double took = link_clock_now() - t1;
+  const double p = size;
+  const double ring = size > 2 ? 2 * (p - 1) * (link.latency_s() + 1e6 * 8 / (p * 0.1e9)) : 0.0;
+  EXPECT_GE(took, ring - 1e-4);
+  EXPECT_LE(took, ring + 0.025);
 }
 
 }  // namespace
