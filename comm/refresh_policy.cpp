@@ -53,6 +53,7 @@ RefreshPolicy::RefreshPolicy(const PolicyConfig& cfg, HaloExchange& ex, LocalId 
     s.sent_epoch.assign(static_cast<std::size_t>(out.total()), -1);
     s.importance.assign(static_cast<std::size_t>(out.total()), std::numeric_limits<float>::infinity());
     if (refresh_.by == RefreshConfig::By::change) s.last_sent = Matrix(out.total(), widths[l], dev);
+    if (!refresh_.exact_backward) s.grad_slots = Matrix(out.total(), widths[l], dev);
   }
   // How many halo rows each receive slot unpacks into (the age histogram counts rows).
   for (std::size_t k = 0; k < in.num_peers(); ++k) {
@@ -70,7 +71,8 @@ bool RefreshPolicy::synchronous_epoch() const {
 std::size_t RefreshPolicy::state_bytes() const {
   std::size_t bytes = 0;
   for (const Layer& s : layers_)
-    bytes += static_cast<std::size_t>(s.cache.size() + s.last_sent.size()) * sizeof(float) +
+    bytes += static_cast<std::size_t>(s.cache.size() + s.last_sent.size() + s.grad_slots.size()) *
+                 sizeof(float) +
              s.received_epoch.size() * sizeof(std::int64_t) + s.fresh.size() +
              s.sent_epoch.size() * sizeof(std::int64_t) + s.importance.size() * sizeof(float);
   return bytes;
@@ -165,7 +167,10 @@ void RefreshPolicy::backward(int layer, DenseView gx) {
         ++sent;
       }
   sent_back_[static_cast<std::size_t>(layer)] = sent;
-  Matrix slots(back_in.total(), gx.cols, s.cache.device_ptr());
+  Matrix& slots = s.grad_slots;
+  GNN_ASSERT(slots.rows() == back_in.total() && slots.cols() == gx.cols, "refresh backward of layer ",
+             layer, ": gradient slots are ", slots.rows(), "x", slots.cols(), ", the exchange needs ",
+             back_in.total(), "x", gx.cols);
   slots.zero();
   SlotSelection received;
   ex_.start_selected(Direction::backward, layer, epoch_, seed_, halo(gx), selection, slots.view(),
@@ -173,7 +178,13 @@ void RefreshPolicy::backward(int layer, DenseView gx) {
       .wait();
   back_in.unpack(dev, slots.view(), owned(gx), true);
   std::int64_t rows = 0;
-  const std::vector<float> host = refresh_.by == RefreshConfig::By::grad ? slots.to_host() : std::vector<float>();
+  // The norms read the slots where they are on the host, a copy of them from a GPU.
+  std::vector<float> staged;
+  const float* host = slots.data();
+  if (refresh_.by == RefreshConfig::By::grad && !dev.is_host()) {
+    staged = slots.to_host();
+    host = staged.data();
+  }
   for (std::size_t p = 0; p < received.size(); ++p)
     for (const std::int32_t slot : received[p]) {
       const auto at = static_cast<std::size_t>(back_in.offset(p) + slot);

@@ -43,6 +43,9 @@ class RefreshPolicy final : public ExchangePolicy {
     std::vector<std::int64_t> sent_epoch;     ///< -1: never
     std::vector<float> importance;            ///< grad: last gradient norm (inf: none yet)
     Matrix last_sent;                         ///< change: the values last sent
+    /// Backward (unless exact_backward): per send slot, the gradient received this epoch, zero
+    /// for the others. Kept across epochs so that no epoch allocates (and faults in) it anew.
+    Matrix grad_slots;
   };
   RefreshConfig refresh_;
   std::vector<Layer> layers_;

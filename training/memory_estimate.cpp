@@ -222,12 +222,13 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     // The policy's state (comm/pipelined_policy.cpp, refresh_policy.cpp): pipelined, the used
     // and the arriving halo rows and the arriving (and smoothed) owned gradients; refresh, the
     // cache of received slots with their ages, the sent slots' ages and importances (and their
-    // last sent values when importance is change). Plain rows bound semantic slots from above.
+    // last sent values when importance is change), and the sent slots' gradients backward. Plain rows bound semantic slots from above.
     if (pipelined)
       pipelined_buffers += kF * w * (2 * halo + own + (cfg.smoothing > 0 ? own : 0));
     if (refresh)
       pipelined_buffers += kF * w * recvs + (kL + 1) * recvs + (kL + kF) * sends +
-                           (cfg.refresh_by == RefreshConfig::By::change ? kF * w * sends : 0);
+                           (cfg.refresh_by == RefreshConfig::By::change ? kF * w * sends : 0) +
+                           (cfg.refresh_exact_backward ? 0 : kF * w * sends);  // gradient slots
   }
   for (int l = 0; l < L; ++l) {
     const LayerDims& d = dims[static_cast<std::size_t>(l)];
