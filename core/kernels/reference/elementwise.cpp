@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -98,8 +99,12 @@ void relu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
   const float* yy = y.data;
   const float* g = gy.data;  // may alias gx
   float* d = gx.data;
+  // Without a branch (the signs of y are data, a branch on them mispredicts): g's bits AND
+  // all-ones or zero, so a masked element is +0 as with the select.
 #pragma omp parallel for simd schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) d[i] = yy[i] > 0.0f ? g[i] : 0.0f;
+  for (std::int64_t i = 0; i < n; ++i)
+    d[i] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(g[i]) &
+                                (0u - static_cast<std::uint32_t>(yy[i] > 0.0f)));
 }
 
 void elu_forward(ConstDenseView x, DenseView y) {
@@ -136,24 +141,29 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
     return;
   }
   const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  // Kept iff u = (w >> 8) / 2^24 >= p. Both sides times 2^24 are exact (a 24-bit integer, and a
+  // float scaled by a power of two), so the test is the integer one (w >> 8) >= ceil(p 2^24).
+  const auto threshold = static_cast<std::int32_t>(std::ceil(p * 16777216.0f));
   const CounterRng rng(key);
   // A row's words are drawn block-parallel into a per-thread buffer (CounterRng::blocks
   // vectorises across blocks; one block at a time does not), then the mask is applied in a
-  // second, branch-free pass.
+  // second pass without branches (a branch on a random mask mispredicts every other element):
+  // the product's bits AND all-ones or zero, so a dropped element is +0 as before.
   const std::int64_t row_blocks = (f + 3) / 4;
 #pragma omp parallel
   {
     std::vector<std::uint32_t> words(static_cast<std::size_t>(4 * row_blocks));
-    std::uint32_t* w = words.data();
+    const std::uint32_t* w = words.data();
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < x.rows; ++i) {
-      rng.blocks(static_cast<std::uint64_t>(row_ids[i]), 0, row_blocks, w);
+      rng.blocks(static_cast<std::uint64_t>(row_ids[i]), 0, row_blocks, words.data());
       const float* s = x.row(i);  // may alias d (in place): element j is read, then written
       float* d = y.row(i);
 #pragma omp simd
       for (std::int64_t j = 0; j < f; ++j) {
-        const float u = static_cast<float>(w[j] >> 8) * (1.0f / 16777216.0f);
-        d[j] = u >= p ? s[j] * keep_scale : 0.0f;
+        const std::uint32_t keep =
+            0u - static_cast<std::uint32_t>(static_cast<std::int32_t>(w[j] >> 8) >= threshold);
+        d[j] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(s[j] * keep_scale) & keep);
       }
     }
   }
