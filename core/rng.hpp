@@ -52,6 +52,13 @@ GNN_HD void mulhilo32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::
 }
 }  // namespace detail
 
+namespace detail {
+/// Blocks (lo + b, c1, c2, c3) for b in [0, count), lo + count <= 2^32, of the Philox key
+/// (key0, key1) into out (4 words a block), for the CPU's instruction set (philox.cpp).
+void philox_run_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t lo, std::uint32_t c1,
+                    std::uint32_t c2, std::uint32_t c3, std::int64_t count, std::uint32_t* out);
+}  // namespace detail
+
 /// The Philox-4x32 bijection with 10 rounds (Random123's philox4x32_10).
 GNN_HD void philox4x32_10(const std::uint32_t ctr[4], const std::uint32_t key[2],
                           std::uint32_t out[4]) {
@@ -81,6 +88,9 @@ class CounterRng {
     key1_ = static_cast<std::uint32_t>(h >> 32);
   }
 
+  /// The two 32-bit words of the Philox key (for kernels that run the rounds themselves).
+  GNN_HD std::uint32_t key_word(int i) const { return i == 0 ? key0_ : key1_; }
+
   /// Four 32-bit random words for counter (item, index): e.g. item = global node id,
   /// index = element / 4 within that node's row.
   GNN_HD void block(std::uint64_t item, std::uint64_t index, std::uint32_t out[4]) const {
@@ -93,8 +103,8 @@ class CounterRng {
   }
 
   /// `count` consecutive blocks of one item: out[4*b .. 4*b+3] = block(item, index0 + b) for b in
-  /// [0, count). Host only. The same words as block(), computed block-parallel (the rounds of
-  /// independent blocks interleave), so that compilers turn the loop into SIMD code.
+  /// [0, count). Host only. The same words as block(), computed block-parallel in vector code of
+  /// the CPU's instruction set (core/kernels/reference/philox.cpp).
   void blocks(std::uint64_t item, std::uint64_t index0, std::int64_t count, std::uint32_t* out) const {
     const std::uint32_t c2 = static_cast<std::uint32_t>(item), c3 = static_cast<std::uint32_t>(item >> 32);
     std::int64_t done = 0;
@@ -105,30 +115,7 @@ class CounterRng {
       const std::uint64_t room = 0x100000000ull - lo;
       const std::int64_t run = static_cast<std::uint64_t>(count - done) < room
                                    ? count - done : static_cast<std::int64_t>(room);
-      std::uint32_t* dst = out + 4 * done;
-      for (std::int64_t b = 0; b < run; ++b) {
-        std::uint32_t x0 = lo + static_cast<std::uint32_t>(b), x1 = c1, x2 = c2, x3 = c3;
-        std::uint32_t k0 = key0_, k1 = key1_;
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#pragma GCC unroll 10
-#endif
-        for (int round = 0; round < 10; ++round) {
-          const std::uint64_t p0 = static_cast<std::uint64_t>(0xD2511F53u) * x0;
-          const std::uint64_t p1 = static_cast<std::uint64_t>(0xCD9E8D57u) * x2;
-          const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ x1 ^ k0;
-          const std::uint32_t n2 = static_cast<std::uint32_t>(p0 >> 32) ^ x3 ^ k1;
-          x1 = static_cast<std::uint32_t>(p1);
-          x3 = static_cast<std::uint32_t>(p0);
-          x0 = n0;
-          x2 = n2;
-          k0 += 0x9E3779B9u;
-          k1 += 0xBB67AE85u;
-        }
-        dst[4 * b] = x0;
-        dst[4 * b + 1] = x1;
-        dst[4 * b + 2] = x2;
-        dst[4 * b + 3] = x3;
-      }
+      detail::philox_run_cpu(key0_, key1_, lo, c1, c2, c3, run, out + 4 * done);
       done += run;
     }
   }

@@ -12,6 +12,7 @@
 
 #include "compress/codec_plan.hpp"
 #include "compress/float16.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "core/rng.hpp"
 #include "test/compress/codec_test_util.hpp"
 
@@ -128,21 +129,29 @@ TEST(CodecBytes, Fp16EncodeMatchesTheScalarConversionAcrossEveryExponent) {
 
 // The batched Philox helper the quantizing encoder uses returns exactly CounterRng::block's words,
 // also when the 64-bit block index carries from its low into its high word.
+// On every instruction set the CPU has (the vector code differs, the words must not).
 TEST(CodecBytes, BatchedPhiloxBlocksEqualSingleBlocks) {
   const CounterRng rng({99, RngPurpose::quantize, 4, 3});
   const std::uint64_t items[] = {0, 17, (1ull << 40) + 5, ~0ull};
   const std::uint64_t starts[] = {0, 1, 1000, 0xFFFFFFF0ull, (7ull << 32) + 3};
-  for (const std::uint64_t item : items)
-    for (const std::uint64_t start : starts)
-      for (const std::int64_t count : {1, 3, 64, 65}) {
-        std::vector<std::uint32_t> got(static_cast<std::size_t>(4 * count));
-        rng.blocks(item, start, count, got.data());
-        for (std::int64_t b = 0; b < count; ++b) {
-          std::uint32_t w[4];
-          rng.block(item, start + static_cast<std::uint64_t>(b), w);
-          for (int t = 0; t < 4; ++t) ASSERT_EQ(got[4 * b + t], w[t]) << item << " " << start << " " << b;
+  const kernels::CpuIsa detected = kernels::detected_cpu_isa();
+  for (const kernels::CpuIsa isa : {kernels::CpuIsa::sse2, kernels::CpuIsa::avx2, kernels::CpuIsa::avx512}) {
+    if (isa > detected) continue;
+    kernels::set_cpu_isa_limit(isa);
+    for (const std::uint64_t item : items)
+      for (const std::uint64_t start : starts)
+        for (const std::int64_t count : {1, 3, 64, 65, 200}) {
+          std::vector<std::uint32_t> got(static_cast<std::size_t>(4 * count));
+          rng.blocks(item, start, count, got.data());
+          for (std::int64_t b = 0; b < count; ++b) {
+            std::uint32_t w[4];
+            rng.block(item, start + static_cast<std::uint64_t>(b), w);
+            for (int t = 0; t < 4; ++t)
+              ASSERT_EQ(got[4 * b + t], w[t]) << kernels::to_string(isa) << " " << item << " " << start << " " << b;
+          }
         }
-      }
+  }
+  kernels::set_cpu_isa_limit(detected);
 }
 
 }  // namespace
