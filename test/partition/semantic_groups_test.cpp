@@ -95,7 +95,7 @@ TEST(SemanticGroups, ClassifiesConnectionsAndKeepsStarsWhole) {
 TEST(SemanticGroups, ErrorMatchesADenseComputation) {
   Fixture f;
   const BoundaryGraph b = link(boundary_graphs(f.g, f.parts, 2), 0, 1);
-  for (const std::vector<std::int32_t> group_of :
+  for (const std::vector<std::int32_t>& group_of :
        {std::vector<std::int32_t>{0, 1, 2, 2, 2, 3, 3, 3}, std::vector<std::int32_t>{0, 0, 0, 1, 1, 1, 1, 1},
         std::vector<std::int32_t>{-1, 1, 2, 2, 2, 3, 3, 4}}) {
     const std::size_t nu = b.u.size(), nv = b.v.size();
@@ -235,25 +235,27 @@ TEST(SemanticGroups, ElbowSearchWorkIsLinearInTheTwoHopSize) {
   // mix 0.2: one component, at most 228 clusters; mix 0: every community is a component of its
   // own, so the search starts from as many clusters as nodes and merges them.
   for (const double mix : {0.2, 0.0}) {
-  double small_ratio = 0;
-  for (const std::int64_t n : {4000, 32000}) {
-    SCOPED_TRACE(testing::Message() << "mix " << mix << ", |U| " << n);
-    PlantedLinkConfig pl;
-    pl.u = n;
-    pl.degree = 8;
-    pl.communities = n / 25;
-    pl.mix = mix;
-    const BoundaryGraph b = planted_link(pl);
-    const LinkGroups lg = group_link(b, GroupingConfig{});
-    ASSERT_GE(lg.inertia_curve.size(), 3u) << "the elbow search did not run";
-    const double ratio = static_cast<double>(lg.work) / static_cast<double>(two_hop(b) + b.edges());
-    std::printf("mix %.1f, |U| %lld: work %lld = %.2f x (two-hop + edges), %zu counts tried\n",
-                mix, static_cast<long long>(n), static_cast<long long>(lg.work), ratio,
-                lg.inertia_curve.size());
-    EXPECT_LT(ratio, kWorkBound);
-    if (n > 4000) EXPECT_LT(ratio, 2.0 * small_ratio) << "work grows faster than the link";
-    small_ratio = ratio;
-  }
+    double small_ratio = 0;
+    for (const std::int64_t n : {4000, 32000}) {
+      SCOPED_TRACE(testing::Message() << "mix " << mix << ", |U| " << n);
+      PlantedLinkConfig pl;
+      pl.u = n;
+      pl.degree = 8;
+      pl.communities = n / 25;
+      pl.mix = mix;
+      const BoundaryGraph b = planted_link(pl);
+      const LinkGroups lg = group_link(b, GroupingConfig{});
+      ASSERT_GE(lg.inertia_curve.size(), 3u) << "the elbow search did not run";
+      const double ratio = static_cast<double>(lg.work) / static_cast<double>(two_hop(b) + b.edges());
+      std::printf("mix %.1f, |U| %lld: work %lld = %.2f x (two-hop + edges), %zu counts tried\n",
+                  mix, static_cast<long long>(n), static_cast<long long>(lg.work), ratio,
+                  lg.inertia_curve.size());
+      EXPECT_LT(ratio, kWorkBound);
+      if (n > 4000) {
+        EXPECT_LT(ratio, 2.0 * small_ratio) << "work grows faster than the link";
+      }
+      small_ratio = ratio;
+    }
   }
 }
 
