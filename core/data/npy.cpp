@@ -370,6 +370,15 @@ NpyRowReader::NpyRowReader(const std::string& path) : path_(path) {
     data_offset_ = parse_npy_header(head, size, path, header_);
     if (header_.type == NpyType::object)
       throw InputError(path, "object arrays cannot be read in blocks of rows");
+    // The header checked the whole array's size; with no rows that says nothing about a row's.
+    std::uint64_t per_row = 1;
+    for (std::size_t d = 1; d < header_.shape.size(); ++d) {
+      const auto dim = static_cast<std::uint64_t>(header_.shape[d]);
+      if (dim != 0 && per_row > std::numeric_limits<std::uint64_t>::max() / header_.item_size / dim)
+        throw InputError(path, "shape too large");
+      per_row *= dim;
+    }
+    row_elements_ = static_cast<std::int64_t>(per_row);
   } catch (...) {
     ::close(fd_);
     throw;
@@ -381,12 +390,6 @@ NpyRowReader::~NpyRowReader() {
 }
 
 std::int64_t NpyRowReader::rows() const { return header_.shape.empty() ? 1 : header_.shape[0]; }
-
-std::int64_t NpyRowReader::row_elements() const {
-  std::int64_t n = 1;
-  for (std::size_t d = 1; d < header_.shape.size(); ++d) n *= header_.shape[d];
-  return n;
-}
 
 void NpyRowReader::read_at(std::uint64_t offset, std::size_t bytes, std::byte* out) const {
   while (bytes > 0) {

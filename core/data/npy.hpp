@@ -61,8 +61,8 @@ class NpyRowReader {
   const std::string& path() const { return path_; }
   /// shape[0] (1 for a 0-d array).
   std::int64_t rows() const;
-  /// Elements per row: the product of shape[1:].
-  std::int64_t row_elements() const;
+  /// Elements per row: the product of shape[1:] (checked against overflow at opening).
+  std::int64_t row_elements() const { return row_elements_; }
   /// Copies rows [first, first + n) into `out` (n * row_elements() * item_size bytes), in C
   /// order, elements as stored. Errors name the file: a read that fails or comes up short (the
   /// file changed underneath), Fortran order beyond 2-D.
@@ -75,6 +75,7 @@ class NpyRowReader {
   int fd_ = -1;
   NpyArray header_;
   std::uint64_t data_offset_ = 0;
+  std::int64_t row_elements_ = 1;
 };
 
 /// Integer (or bool) elements as int64 in C order. Throws InputError(origin, ...) for float,
