@@ -100,8 +100,8 @@ Dataset read_dataset(const std::string& dir, const SparsifyOnRead& sparsify = {}
 
 /// Replaces `ds`'s dense features by their sparsified form (k, a codebook from about `sample`
 /// nodes keyed by `seed`), the same as read_dataset with SparsifyOnRead gives for the written
-/// dataset. ConfigError (naming --sparsify-features) for a k outside [1, 128] or fewer than 2
-/// columns; InputError when `ds` is sparsified already.
+/// dataset. ConfigError (naming the option) for a k outside [1, 128], fewer than 2 columns, a
+/// sample below 1, or a `ds` that is sparsified already.
 void sparsify_dataset(Dataset& ds, std::int32_t k, std::int64_t sample, std::uint64_t seed);
 
 /// Writes a dataset directory atomically (to a temporary sibling, then renamed into place).
