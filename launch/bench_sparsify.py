@@ -180,6 +180,10 @@ def main():
     ap.add_argument("--models", nargs="+", default=["gcn", "sage"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     args = ap.parse_args()
+    for data in args.data:  # the benchmark compares against fp32: it needs the dense features
+        if "sparsified_features" in json.load(open(os.path.join(data, "manifest.json"))):
+            sys.exit("bench_sparsify.py: %s holds sparsified features (halognn-data sparsify); "
+                     "give the dense dataset" % data)
     os.makedirs(args.work, exist_ok=True)
     (startup if args.mode == "startup" else accuracy)(args)
 

@@ -91,6 +91,9 @@ int run(int argc, char** argv, Transport& world) {
   }
   po::notify(vm);
   GNN_CHECK_CONFIG(world.size() == 1, "run on one rank (the whole graph is one part)");
+  GNN_CHECK_CONFIG(read_stored_features(data).k == 0, "--data ", data, " holds sparsified "
+                   "features (halognn-data sparsify); this benchmark compares sparsified against "
+                   "dense features and needs the dense dataset");
   const Dataset ds = read_dataset(data);
   const GlobalGraph g = build_symmetric_graph(ds.num_nodes, ds.edge_src, ds.edge_dst);
   TrainConfig cfg;

@@ -21,6 +21,9 @@ import torch
 
 def load(dir_):
     man = json.load(open(os.path.join(dir_, "manifest.json")))
+    if "sparsified_features" in man:
+        sys.exit("bench_torch_baseline.py: %s holds sparsified features (halognn-data sparsify); "
+                 "the baseline needs the dense features.npy" % dir_)
     edges = np.load(os.path.join(dir_, "edges.npy")).astype(np.int64)
     x = np.load(os.path.join(dir_, "features.npy")).astype(np.float32)
     y = np.load(os.path.join(dir_, "labels.npy")).astype(np.int64)

@@ -1,13 +1,15 @@
 // halognn-data: convert public datasets into halognn's format, generate the built-in default
-// graph, and inspect a dataset directory.
+// graph, sparsify a dataset's features, and inspect a dataset directory.
 //
 //   halognn-data convert --input <shared>/datasets/cora --out data/cora
 //   halognn-data generate --out data/sbm --nodes 100000 --edges 2000000 --seed 1
+//   halognn-data sparsify --data data/cora --out data/cora.k16 --k 16
 //   halognn-data inspect data/cora
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +20,8 @@
 #include "core/data/dataset.hpp"
 #include "core/data/generator.hpp"
 #include "core/error.hpp"
+#include "core/file_read.hpp"
+#include "launch/progress.hpp"
 
 namespace po = boost::program_options;
 using namespace halognn;
@@ -30,6 +34,9 @@ constexpr const char* kUsage =
     "  convert   convert a public dataset (Planetoid, LINQS, gnn-benchmark, GraphData,\n"
     "            heterophilous .npz, MUSAE, OGB raw CSV) into a halognn dataset directory\n"
     "  generate  write the built-in degree-corrected SBM graph\n"
+    "  sparsify  write a copy of a dataset with its features sparsified (per node and 256-wide\n"
+    "            chunk the positions of the k largest and k smallest values, plus one codebook),\n"
+    "            reading the dense features in blocks; partition the copy any number of times\n"
     "  inspect   print the statistics of a halognn dataset directory\n"
     "'halognn-data <command> --help' lists the command's options.\n";
 
@@ -60,6 +67,56 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+double mib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+/// One line on the sparsified form: k, positions per row, ratio, bytes against fp32, codebook.
+std::string sparsified_summary(const Dataset& ds) {
+  const SparseFeatures& f = ds.sparse_features;
+  const std::int64_t dense = ds.num_nodes * ds.num_features() * static_cast<std::int64_t>(sizeof(float));
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "k = %d (%lld positions per row, ratio %.1f); %.2f MiB stored against %.1f MiB "
+                "dense fp32 (%.1fx); codebook from %lld sampled nodes (sample about %lld, seed "
+                "%llu)",
+                f.layout.k, static_cast<long long>(f.layout.slots()), f.layout.ratio(),
+                mib(f.bytes()), mib(dense),
+                f.bytes() > 0 ? static_cast<double>(dense) / static_cast<double>(f.bytes()) : 0.0,
+                static_cast<long long>(f.codebook_rows), static_cast<long long>(f.codebook_sample),
+                static_cast<unsigned long long>(f.codebook_seed));
+  return buf;
+}
+
+/// --sparsify-features / --sparsify-sample of generate and convert: the options, and applying
+/// them to the dataset before it is written (sparsify_dataset: the encoder of halognn-data
+/// sparsify and halognn-partition, over the matrix in memory). The sample is keyed by the
+/// command's --seed.
+struct SparsifyOptions {
+  int k = 0;
+  std::int64_t sample = 100000;
+
+  void add_to(po::options_description& desc) {
+    desc.add_options()
+        ("sparsify-features", po::value(&k)->default_value(0),
+         "k in [1, 128]: write the features sparsified (as halognn-data sparsify --k); 0: dense")
+        ("sparsify-sample", po::value(&sample)->default_value(sample),
+         "nodes (about; keyed by --seed) whose sorted values the codebook averages");
+  }
+  void check(const po::variables_map& vm) const {
+    GNN_CHECK_CONFIG(vm["sparsify-sample"].defaulted() || k > 0,
+                     "--sparsify-sample needs --sparsify-features");
+    GNN_CHECK_CONFIG(k >= 0 && k <= kSparsifyMaxK, "--sparsify-features must be in [1, ",
+                     kSparsifyMaxK, "] (0: dense), got ", k);
+    GNN_CHECK_CONFIG(sample >= 1, "--sparsify-sample must be at least 1, got ", sample);
+  }
+  void apply(Dataset& ds, std::uint64_t seed) const {
+    if (k == 0) return;
+    GNN_CHECK_CONFIG(seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                     "--seed ", seed, " does not fit in a signed 64-bit integer (the manifest "
+                     "records it)");
+    sparsify_dataset(ds, k, sample, seed);
+  }
+};
+
 int cmd_convert(const std::vector<std::string>& args) {
   po::options_description desc("halognn-data convert --input PATH --out DIR [options]");
   std::string input, out, format, name;
@@ -77,30 +134,36 @@ int cmd_convert(const std::vector<std::string>& args) {
       ("split", po::value(&o.split_index)->default_value(0),
        "fixed-split sources (heterophilous): which stored split to use")
       ("seed", po::value(&o.seed)->default_value(0),
-       "seed of the Shchur et al. split for sources without one")
+       "seed of the Shchur et al. split for sources without one (and of the codebook sample "
+       "with --sparsify-features)")
       ("train-per-class", po::value(&o.train_per_class)->default_value(20),
        "Shchur split: training nodes per class")
       ("val-per-class", po::value(&o.val_per_class)->default_value(30),
        "Shchur split: validation nodes per class")
       ("largest-component", po::bool_switch(&o.largest_component),
        "keep only the largest connected component (Shchur et al.'s protocol)");
+  SparsifyOptions sp;
+  sp.add_to(desc);
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     std::cout << desc << "\n";
     return 0;
   }
-  parse(args, desc);
+  const po::variables_map vm = parse(args, desc);
+  sp.check(vm);
   if (!format.empty()) o.format = parse_format(format);
   o.name = name;
   const auto t0 = std::chrono::steady_clock::now();
   const SourceLocation src = detect_source(input, o);
   Dataset ds = convert_dataset(input, o);
+  sp.apply(ds, o.seed);
   write_dataset_reporting(ds, out);
   std::cout << "converted " << src.path << " (" << format_name(src.format) << ") -> " << out
             << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size() << " stored edges, "
             << ds.num_features() << " features, " << ds.num_classes << " classes, split "
             << ds.train_idx.size() << "/" << ds.val_idx.size() << "/" << ds.test_idx.size()
             << " (" << seconds_since(t0) << " s)\n";
+  if (ds.sparsified()) std::cout << "features sparsified: " << sparsified_summary(ds) << "\n";
   print_warnings(ds);
   return 0;
 }
@@ -133,22 +196,87 @@ int cmd_generate(const std::vector<std::string>& args) {
        "fraction of nodes in the training split")
       ("val-fraction", po::value(&c.val_fraction)->default_value(c.val_fraction),
        "fraction of nodes in the validation split (the rest is test)")
-      ("seed", po::value(&c.seed)->default_value(c.seed), "random seed");
+      ("seed", po::value(&c.seed)->default_value(c.seed),
+       "random seed (also of the codebook sample with --sparsify-features)");
+  SparsifyOptions sp;
+  sp.add_to(desc);
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     std::cout << desc << "\n";
     return 0;
   }
-  parse(args, desc);
+  const po::variables_map vm = parse(args, desc);
+  sp.check(vm);
   const auto t0 = std::chrono::steady_clock::now();
   Dataset ds = generate_sbm(c);
   ds.name = name;
+  sp.apply(ds, c.seed);
   const double t_gen = seconds_since(t0);
   write_dataset_reporting(ds, out);
   std::cout << "generated " << out << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size()
             << " stored edges, " << ds.num_features() << " features, " << ds.num_classes
             << " classes, measured homophily " << ds.meta.at("measured_homophily").get<double>()
             << " (generate " << t_gen << " s, total " << seconds_since(t0) << " s)\n";
+  if (ds.sparsified()) std::cout << "features sparsified: " << sparsified_summary(ds) << "\n";
+  return 0;
+}
+
+int cmd_sparsify(const std::vector<std::string>& args) {
+  po::options_description desc("halognn-data sparsify --data DIR --out DIR --k K [options]");
+  std::string data, out;
+  int k = 0;
+  std::int64_t sample = 100000;
+  std::uint64_t seed = 1;
+  desc.add_options()
+      ("help,h", "show this help")
+      ("data", po::value(&data)->required(), "dataset directory with dense features.npy")
+      ("out", po::value(&out)->required(),
+       "dataset directory to write: the same graph, labels, splits and meta, the features "
+       "sparsified (replaced if it is an existing dataset directory)")
+      ("k", po::value(&k)->required(),
+       "k in [1, 128]: per node and 256-wide chunk, the positions of the k largest and k "
+       "smallest values (ratio 512/k against fp32; docs/partitioning.md)")
+      ("sample", po::value(&sample)->default_value(sample),
+       "nodes (about) whose sorted values the codebook averages; as halognn-partition "
+       "--sparsify-sample")
+      ("seed", po::value(&seed)->default_value(seed),
+       "keys the codebook sample; as halognn-partition --seed, so both pick the same nodes");
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  parse(args, desc);
+  GNN_CHECK_CONFIG(k >= 1 && k <= kSparsifyMaxK, "--k must be in [1, ", kSparsifyMaxK, "], got ",
+                   k);
+  GNN_CHECK_CONFIG(sample >= 1, "--sample must be at least 1, got ", sample);
+  GNN_CHECK_CONFIG(seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                   "--seed ", seed, " does not fit in a signed 64-bit integer (the manifest "
+                   "records it)");
+  // Replacing --out must not remove the input: --out may not be the dataset or hold it.
+  GNN_CHECK_CONFIG(!path_lies_within(data, out), "--out ", out, " is or contains the input "
+                   "dataset --data ", data, "; write the sparsified copy beside it");
+  const StoredFeatures stored = read_stored_features(data);
+  GNN_CHECK_CONFIG(stored.k == 0, "--data ", data, " holds features sparsified already (k = ",
+                   stored.k, "); sparsify the dataset with the dense features.npy instead");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  TerminalProgress progress("halognn-data: sparsifying " + data);
+  SparsifyOnRead opt;
+  opt.k = k;
+  opt.sample = sample;
+  opt.seed = seed;
+  opt.k_option = "--k";
+  opt.sample_option = "--sample";
+  opt.progress = [&](std::int64_t done, std::int64_t total) { progress.update(done, total); };
+  Dataset ds = read_dataset(data, opt);
+  progress.done();
+  const double t_read = seconds_since(t0);
+  ds.meta["sparsified_from"] = data;
+  write_dataset_reporting(ds, out);
+  std::cout << "sparsified " << data << " -> " << out << ": " << ds.num_nodes << " nodes, "
+            << ds.num_features() << " features; " << sparsified_summary(ds) << " (read+encode "
+            << t_read << " s, total " << seconds_since(t0) << " s)\n";
   return 0;
 }
 
@@ -174,7 +302,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
   for (GlobalId v = 0; v < g.num_nodes; ++v) isolated += g.degree(v) == 0 ? 1 : 0;
   std::int64_t nnz = 0;
   const float* x = ds.features.data();
-  const std::int64_t total = ds.features.size();
+  const std::int64_t total = ds.features.size();  // 0 when sparsified
 #pragma omp parallel for reduction(+ : nnz)
   for (std::int64_t i = 0; i < total; ++i) nnz += x[i] != 0.0f ? 1 : 0;
 
@@ -189,7 +317,11 @@ int cmd_inspect(const std::vector<std::string>& args) {
             << st.input_edges - st.self_loops_dropped - g.num_directed_edges() / 2
             << " (reverse directions or repeats of a pair)\n";
   std::cout << "isolated nodes: " << isolated << "\n";
-  std::cout << "features: " << ds.num_features() << " (nnz " << nnz << ")\n";
+  if (ds.sparsified())
+    std::cout << "features: " << ds.num_features() << ", sparsified: " << sparsified_summary(ds)
+              << "\n";
+  else
+    std::cout << "features: " << ds.num_features() << " (nnz " << nnz << ")\n";
   std::cout << "classes: " << ds.num_classes << (ds.multilabel ? " (multi-label)" : "") << "\n";
   std::vector<std::int64_t> sizes(static_cast<std::size_t>(ds.num_classes), 0);
   std::int64_t unlabelled = 0;
@@ -242,8 +374,10 @@ int main(int argc, char** argv) {
     }
     if (cmd == "convert") return cmd_convert(args);
     if (cmd == "generate") return cmd_generate(args);
+    if (cmd == "sparsify") return cmd_sparsify(args);
     if (cmd == "inspect") return cmd_inspect(args);
-    std::cerr << "halognn-data: unknown command '" << cmd << "' (convert, generate, inspect)\n";
+    std::cerr << "halognn-data: unknown command '" << cmd
+              << "' (convert, generate, sparsify, inspect)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "halognn-data: " << e.what() << "\n";

@@ -4,6 +4,7 @@
 //                     [--objective cut|vol] [--seed S] [--order blocks|rcm|none]
 //                     [--order-block ROWS] [--metis-graph FILE]
 //                     [--groups semantic [--groups-per-link K] [--drop-o2o]]
+//                     [--sparsify-features K [--sparsify-sample NODES]]
 //
 // Prints the partition report as a table. Errors: one line "halognn-partition: <message>" on
 // stderr and exit status 1.
@@ -74,11 +75,13 @@ void print_report(const Dataset& ds, const PartitionConfig& cfg, const Partition
     for (const Json& f : manifest["groups"]["files"]) bytes += f.at("bytes").get<std::int64_t>();
   std::printf("wrote %s (manifest.json + %d rank files%s, %.1f MiB)\n", out.c_str(), r.num_parts,
               manifest.contains("groups") ? " + groups files" : "", bytes / (1024.0 * 1024.0));
-  if (cfg.sparsify_k > 0) {
+  if (manifest.contains("features")) {
     const Json& f = manifest.at("features");
-    std::printf("features sparsified: k = %d (%lld positions per row, ratio %.1f), codebook from "
+    std::printf("features sparsified%s: k = %d (%lld positions per row, ratio %.1f), codebook from "
                 "%lld sampled nodes; feature bytes %.1f MiB dense -> %.2f MiB stored (%.1fx)\n",
-                cfg.sparsify_k, static_cast<long long>(f.at("slots_per_row").get<std::int64_t>()),
+                ds.sparsified() ? " (as stored in the dataset)" : "",
+                f.at("sparsify_k").get<int>(),
+                static_cast<long long>(f.at("slots_per_row").get<std::int64_t>()),
                 f.at("ratio").get<double>(),
                 static_cast<long long>(f.at("codebook_rows").get<std::int64_t>()),
                 r.feature_bytes_dense / (1024.0 * 1024.0),
@@ -163,7 +166,8 @@ int run(int argc, char** argv) {
       ("sparsify-features", po::value(&sparsify_k)->default_value(0),
        "k in [1, 128]: store the features sparsified, per node and 256-wide chunk the positions "
        "of the k largest and k smallest values plus one shared codebook (ratio 512/k against "
-       "fp32; docs/partitioning.md); 0: dense")
+       "fp32; docs/partitioning.md); 0: dense. A sparsified dataset (halognn-data sparsify) is "
+       "stored as it is: only its own k is accepted")
       ("sparsify-sample", po::value(&sparsify_sample)->default_value(sparsify_sample),
        "nodes (about; seeded by --seed) whose sorted values the codebook averages");
   po::variables_map vm;
@@ -193,8 +197,24 @@ int run(int argc, char** argv) {
   cfg.grouping.groups_per_link = groups_per_link;
   cfg.grouping.drop_o2o = drop_o2o;
   cfg.grouping.seed = seed;
-  GNN_CHECK_CONFIG(vm["sparsify-sample"].defaulted() || sparsify_k > 0,
-                   "--sparsify-sample needs --sparsify-features");
+  // A sparsified dataset (halognn-data sparsify) is partitioned as stored: its positions and
+  // codebook are copied into the rank files. The same k may be named (so one command line serves
+  // both forms); another k, or a sample for a codebook that is fixed already, is refused.
+  const StoredFeatures stored = read_stored_features(data);
+  if (stored.k > 0) {
+    GNN_CHECK_CONFIG(sparsify_k == 0 || sparsify_k == stored.k, "--sparsify-features ", sparsify_k,
+                     ": ", data, " holds features sparsified with k = ", stored.k,
+                     " already; partition it with --sparsify-features ", stored.k,
+                     " or without the option, or sparsify the dense dataset with "
+                     "halognn-data sparsify --k ", sparsify_k);
+    GNN_CHECK_CONFIG(vm["sparsify-sample"].defaulted(), "--sparsify-sample: ", data,
+                     " holds features sparsified already (k = ", stored.k, ", codebook from about ",
+                     stored.codebook_sample, " nodes, seed ", stored.codebook_seed,
+                     "); its codebook is fixed, drop the option");
+  } else {
+    GNN_CHECK_CONFIG(vm["sparsify-sample"].defaulted() || sparsify_k > 0,
+                     "--sparsify-sample needs --sparsify-features");
+  }
   if (sparsify_k != 0)
     GNN_CHECK_CONFIG(sparsify_k >= 1 && sparsify_k <= kSparsifyMaxK, "--sparsify-features must be "
                      "in [1, ", kSparsifyMaxK, "] (0: dense), got ", sparsify_k);

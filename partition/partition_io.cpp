@@ -488,8 +488,9 @@ std::string dataset_fingerprint(const Dataset& ds) {
   // Hashes the graph, the feature shape and the labels: what decides the partition's content
   // apart from the feature values (hashing those would cost a pass over gigabytes).
   std::uint64_t h = 0xcbf29ce484222325ull;
-  const std::int64_t shape[4] = {ds.num_nodes, ds.features.rows(), ds.features.cols(),
-                                 ds.num_classes};
+  // (num_nodes, num_features) in the place of the dense matrix's shape, which it equals, so a
+  // sparsified copy of a dataset has the fingerprint of its original.
+  const std::int64_t shape[4] = {ds.num_nodes, ds.num_nodes, ds.num_features(), ds.num_classes};
   h = fnv1a(h, shape, sizeof shape);
   std::uint32_t crc = static_cast<std::uint32_t>(::crc32(0, nullptr, 0));
   crc = crc_update(crc, ds.edge_src.data(), ds.edge_src.size() * sizeof(GlobalId));
@@ -565,20 +566,28 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
     grouping_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   PartitionReport report;
-  // Sparsified features: encoded once for every node (one codebook for all parts); each part
-  // then stores its owned rows' positions.
-  SparseFeatures sparse;
+  // Sparsified features: encoded once for every node (one codebook for all parts), or taken as
+  // they are from a sparsified dataset (no decoding, no re-encoding); each part then stores its
+  // owned rows' positions.
+  SparseFeatures encoded;
+  const SparseFeatures* sparse = nullptr;
   double sparsify_s = 0;
-  if (cfg.sparsify_k > 0) {
+  if (ds.sparsified()) {
+    GNN_CHECK_CONFIG(cfg.sparsify_k == 0 || cfg.sparsify_k == ds.sparse_features.layout.k,
+                     "--sparsify-features ", cfg.sparsify_k, ": the features of dataset ", ds.name,
+                     " are sparsified with k = ", ds.sparse_features.layout.k, " already");
+    sparse = &ds.sparse_features;
+  } else if (cfg.sparsify_k > 0) {
     GNN_CHECK_CONFIG(cfg.sparsify_sample >= 1, "--sparsify-sample must be at least 1, got ",
                      cfg.sparsify_sample);
     const auto t0 = std::chrono::steady_clock::now();
-    const double fraction = ds.num_nodes > 0 ? static_cast<double>(cfg.sparsify_sample) /
-                                                   static_cast<double>(ds.num_nodes)
-                                             : 1.0;
-    sparse = sparsify_features(ds.features.data(), ds.features.rows(), ds.features.cols(),
-                               cfg.sparsify_k, cfg.seed, fraction);
+    encoded = sparsify_features(ds.features.data(), ds.features.rows(), ds.features.cols(),
+                                cfg.sparsify_k, cfg.seed,
+                                sparsify_sample_fraction(cfg.sparsify_sample, ds.num_nodes));
+    encoded.codebook_sample = cfg.sparsify_sample;
+    encoded.codebook_seed = cfg.seed;
     sparsify_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sparse = &encoded;
   }
   Json files = Json::array(), group_files = Json::array();
   const std::uint64_t run_id = new_partition_run_id();
@@ -586,17 +595,17 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
       ds, g, parts, cfg.parts,
       [&](LocalPartition&& lp) {
         lp.run_id = run_id;
-        report.feature_bytes_dense += lp.num_owned * ds.features.cols() *
+        report.feature_bytes_dense += lp.num_owned * ds.num_features() *
                                       static_cast<std::int64_t>(sizeof(float));
-        if (cfg.sparsify_k > 0) {
+        if (sparse) {
           SparseFeatures& sf = lp.sparse_features;
-          sf.layout = sparse.layout;
+          sf.layout = sparse->layout;
           sf.rows = lp.num_owned;
-          sf.codebook = sparse.codebook;
-          const std::int64_t slots = sparse.layout.slots();
+          sf.codebook = sparse->codebook;
+          const std::int64_t slots = sparse->layout.slots();
           sf.positions.resize(static_cast<std::size_t>(lp.num_owned * slots));
           for (LocalId i = 0; i < lp.num_owned; ++i)
-            std::copy_n(sparse.positions.begin() + lp.global_ids[i] * slots, slots,
+            std::copy_n(sparse->positions.begin() + lp.global_ids[i] * slots, slots,
                         sf.positions.begin() + static_cast<std::int64_t>(i) * slots);
           lp.features = Matrix(lp.num_owned, 0);
           report.feature_bytes_stored += sf.bytes();
@@ -623,7 +632,7 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   dataset["fingerprint"] = dataset_fingerprint(ds);
   dataset["num_nodes"] = ds.num_nodes;
   dataset["num_edges"] = report.num_edges;
-  dataset["num_features"] = ds.features.cols();
+  dataset["num_features"] = ds.num_features();
   dataset["num_classes"] = ds.num_classes;
   dataset["multilabel"] = ds.multilabel;
 
@@ -650,13 +659,16 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   for (const auto& x : report.pair_volume) pv.push_back({x.from, x.to, x.rows});
   m["pair_volume"] = std::move(pv);
   m["files"] = std::move(files);
-  if (cfg.sparsify_k > 0) {
+  if (sparse) {
     Json f = Json::object();
-    f["sparsify_k"] = cfg.sparsify_k;
-    f["slots_per_row"] = sparse.layout.slots();
-    f["ratio"] = sparse.layout.ratio();
-    f["codebook_sample"] = cfg.sparsify_sample;
-    f["codebook_rows"] = sparse.codebook_rows;
+    f["sparsify_k"] = sparse->layout.k;
+    f["slots_per_row"] = sparse->layout.slots();
+    f["ratio"] = sparse->layout.ratio();
+    f["codebook_sample"] = sparse->codebook_sample;
+    f["codebook_seed"] = static_cast<std::int64_t>(sparse->codebook_seed);
+    f["codebook_rows"] = sparse->codebook_rows;
+    // "partition": encoded by this run; "dataset": copied from a sparsified dataset.
+    f["encoded_by"] = ds.sparsified() ? "dataset" : "partition";
     f["seconds"] = sparsify_s;
     m["features"] = std::move(f);
   }

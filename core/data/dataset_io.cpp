@@ -21,7 +21,14 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kFormat = "halognn-dataset";
-constexpr std::int64_t kVersion = 1;
+/// Version 1: dense features only; version 2 added sparsified features (written only for them,
+/// so a dense dataset stays readable by builds that read version 1).
+constexpr std::int64_t kVersionDense = 1;
+constexpr std::int64_t kVersionSparse = 2;
+constexpr const char* kSparseKey = "sparsified_features";
+constexpr const char* kDenseFile = "features.npy";
+constexpr const char* kPositionsFile = "feature_positions.npy";
+constexpr const char* kCodebookFile = "feature_codebook.npy";
 constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
 const char* const kSplitNames[3] = {"train", "val", "test"};
 
@@ -148,6 +155,34 @@ void check_split(const std::vector<GlobalId>& idx, int split, std::int64_t n,
   }
 }
 
+/// The sparsified form's invariants: a layout make_sparsify_layout gives, one row per node, no
+/// dense matrix beside it, and validate_sparse_features.
+void check_sparse_features(const Dataset& ds, const std::string& origin) {
+  const SparseFeatures& f = ds.sparse_features;
+  const SparsifyLayout& l = f.layout;
+  GNN_CHECK_INPUT(l.k >= 1 && l.k <= kSparsifyMaxK && l.cols >= 2, origin,
+                  "sparsified features: k = ", l.k, " over ", l.cols, " columns (k must be in [1, ",
+                  kSparsifyMaxK, "], columns at least 2)");
+  const SparsifyLayout want = make_sparsify_layout(l.cols, l.k);
+  GNN_CHECK_INPUT(l.chunk_k == want.chunk_k && l.slot_base == want.slot_base, origin,
+                  "sparsified features: the layout is not the one of k = ", l.k, " over ", l.cols,
+                  " columns");
+  GNN_CHECK_INPUT(f.rows == ds.num_nodes, origin, "sparsified features have ", f.rows,
+                  " rows, expected ", ds.num_nodes, " (one per node)");
+  GNN_CHECK_INPUT(ds.features.rows() == ds.num_nodes && ds.features.cols() == 0, origin,
+                  "sparsified features beside a dense matrix of ", ds.features.rows(), " x ",
+                  ds.features.cols(), " (keep one form)");
+  GNN_CHECK_INPUT(f.codebook_rows >= 0 && f.codebook_rows <= ds.num_nodes, origin,
+                  "sparsified features: codebook from ", f.codebook_rows, " rows of ",
+                  ds.num_nodes);
+  GNN_CHECK_INPUT(f.codebook_sample >= 1 &&
+                      f.codebook_seed <= static_cast<std::uint64_t>(
+                                             std::numeric_limits<std::int64_t>::max()),
+                  origin, "sparsified features: codebook sample ", f.codebook_sample, ", seed ",
+                  f.codebook_seed, " (sample at least 1, seed below 2^63)");
+  validate_sparse_features(f, origin);
+}
+
 std::int64_t manifest_int(const Json& m, const char* key, const std::string& origin) {
   const std::int64_t v = json_int(m, key, origin);
   if (v < 0) throw InputError(origin, std::string("\"") + key + "\" must be a non-negative integer");
@@ -193,6 +228,182 @@ std::vector<GlobalId> read_split(const std::string& dir, int split, std::int64_t
   return idx;
 }
 
+/// features.npy: (N, F) float32/float64, read whole.
+void read_dense_features(const std::string& dir, std::int64_t n, std::int64_t num_features,
+                         Dataset& ds) {
+  const std::string path = join(dir, kDenseFile);
+  NpyArray a = read_npy(path);
+  expect_dtype(a, {NpyType::f4, NpyType::f8}, "float32 or float64", path);
+  if (a.shape.size() != 2 || a.shape[0] != n)
+    throw InputError(path, "shape " + format_shape(a.shape) + " is not (num_nodes, num_features) "
+                               "with num_nodes = " + std::to_string(n) + " from manifest.json");
+  if (a.shape[1] != num_features)
+    throw InputError(path, std::to_string(a.shape[1]) +
+                               " columns but manifest.json says num_features = " +
+                               std::to_string(num_features));
+  ds.features = Matrix(n, num_features);
+  if (a.type == NpyType::f4 && !a.fortran_order) {
+    if (!a.data.empty()) std::memcpy(ds.features.data(), a.data.data(), a.data.size());
+  } else {
+    const std::vector<float> f = npy_to_float32(a, path);
+    std::copy(f.begin(), f.end(), ds.features.data());
+  }
+  a.data = {};
+  check_features(ds.features, n, path);
+}
+
+/// features.npy streamed in blocks of rows through the encoder: the positions of every row and
+/// the codebook, never the dense matrix (halognn-data sparsify).
+void stream_sparsified_features(const std::string& dir, std::int64_t n, std::int64_t num_features,
+                                const SparsifyOnRead& opt, Dataset& ds) {
+  const std::string path = join(dir, kDenseFile);
+  NpyRowReader in(path);
+  const NpyArray& h = in.header();
+  expect_dtype(h, {NpyType::f4, NpyType::f8}, "float32 or float64", path);
+  if (h.shape.size() != 2 || h.shape[0] != n)
+    throw InputError(path, "shape " + format_shape(h.shape) + " is not (num_nodes, num_features) "
+                               "with num_nodes = " + std::to_string(n) + " from manifest.json");
+  if (h.shape[1] != num_features)
+    throw InputError(path, std::to_string(h.shape[1]) +
+                               " columns but manifest.json says num_features = " +
+                               std::to_string(num_features));
+  GNN_CHECK_CONFIG(opt.sample >= 1, opt.sample_option, " must be at least 1, got ", opt.sample);
+  SparseFeatures& f = ds.sparse_features;
+  f.layout = make_sparsify_layout(num_features, opt.k, opt.k_option);
+  f.rows = n;
+  const std::int64_t slots = f.layout.slots(), cols = num_features;
+  f.positions.assign(static_cast<std::size_t>(n * slots), 0);
+  FeatureSparsifier enc(f.layout, opt.seed, sparsify_sample_fraction(opt.sample, n));
+  const std::int64_t batch = std::min(
+      n, std::max<std::int64_t>(1, opt.batch_bytes / (cols * static_cast<std::int64_t>(sizeof(float)))));
+  std::vector<float> x(static_cast<std::size_t>(batch * cols));
+  std::vector<double> wide(h.type == NpyType::f8 ? x.size() : 0);
+  for (std::int64_t r0 = 0; r0 < n; r0 += batch) {
+    const std::int64_t rows = std::min(batch, n - r0), m = rows * cols;
+    if (h.type == NpyType::f4) {
+      in.read_rows(r0, rows, reinterpret_cast<std::byte*>(x.data()));
+    } else {
+      in.read_rows(r0, rows, reinterpret_cast<std::byte*>(wide.data()));
+      for (std::int64_t k = 0; k < m; ++k) x[k] = static_cast<float>(wide[k]);
+    }
+    // The check of check_features, block by block (after narrowing float64, as there).
+    std::int64_t bad = kNone;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+    for (std::int64_t k = 0; k < m; ++k)
+      if (!std::isfinite(x[k])) bad = std::min(bad, k);
+    if (bad != kNone)
+      throw InputError(path, "non-finite feature value " + std::to_string(x[bad]) + " at node " +
+                                 std::to_string(r0 + bad / cols) + ", column " +
+                                 std::to_string(bad % cols));
+    enc.encode_rows(r0, x.data(), rows, f.positions.data() + r0 * slots);
+    if (opt.progress) opt.progress(r0 + rows, n);
+  }
+  f.codebook = enc.codebook();
+  f.codebook_rows = enc.sampled_rows();
+  f.codebook_sample = opt.sample;
+  f.codebook_seed = opt.seed;
+  ds.features = Matrix(n, 0);
+}
+
+/// feature_positions.npy (N, slots) uint8 and feature_codebook.npy (slots,) float32, as the
+/// manifest's "sparsified_features" entry describes them.
+void read_sparse_features(const std::string& dir, const StoredFeatures& form, std::int64_t n,
+                          Dataset& ds) {
+  const std::int64_t num_features = form.num_features, k = form.k;
+  const std::string dense = join(dir, kDenseFile);
+  if (fs::exists(dense))
+    throw InputError(dense, std::string("dense features beside sparsified ones (manifest.json has "
+                                        "\"") + kSparseKey + "\"; keep one form)");
+  SparseFeatures& f = ds.sparse_features;
+  f.layout = make_sparsify_layout(num_features, static_cast<std::int32_t>(k));
+  f.rows = n;
+  f.codebook_sample = form.codebook_sample;
+  f.codebook_seed = form.codebook_seed;
+  f.codebook_rows = form.codebook_rows;
+  const std::int64_t slots = f.layout.slots();
+  const std::string layout = "slots of k = " + std::to_string(k) + " over " +
+                             std::to_string(num_features) + " columns";
+
+  const std::string ppath = join(dir, kPositionsFile), cpath = join(dir, kCodebookFile);
+  for (const std::string& p : {ppath, cpath})
+    if (!fs::exists(p))
+      throw InputError(p, std::string("missing (manifest.json has \"") + kSparseKey +
+                              "\": the features are sparsified)");
+  {  // Read straight into the positions: no second copy of the largest array.
+    NpyRowReader pos(ppath);
+    expect_dtype(pos.header(), {NpyType::u1}, "uint8", ppath);
+    expect_shape(pos.header(), {n, slots}, ("(num_nodes, " + layout + ")").c_str(), ppath);
+    f.positions.resize(static_cast<std::size_t>(n * slots));
+    pos.read_rows(0, n, reinterpret_cast<std::byte*>(f.positions.data()));
+  }
+  {
+    const NpyArray a = read_npy(cpath);
+    expect_dtype(a, {NpyType::f4}, "float32", cpath);
+    expect_shape(a, {slots}, ("(" + layout + ",)").c_str(), cpath);
+    f.codebook = npy_to_float32(a, cpath);
+    for (std::int64_t s = 0; s < slots; ++s)
+      if (!std::isfinite(f.codebook[s]))
+        throw InputError(cpath, "non-finite codebook value " + std::to_string(f.codebook[s]) +
+                                    " at slot " + std::to_string(s));
+  }
+  validate_sparse_features(f, ppath);
+  ds.features = Matrix(n, 0);
+}
+
+/// manifest.json of a dataset directory, its format and version checked.
+Json read_manifest(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw InputError(dir, "not a directory (missing dataset)");
+  const std::string manifest_path = join(dir, "manifest.json");
+  if (!fs::exists(manifest_path)) throw InputError(manifest_path, "missing");
+  Json m = read_json_file(manifest_path);
+  if (!m.is_object()) throw InputError(manifest_path, "not a JSON object");
+  if (!m.contains("format") || m["format"] != kFormat)
+    throw InputError(manifest_path, std::string("not a halognn dataset manifest (\"format\" must be \"") +
+                                        kFormat + "\")");
+  const std::int64_t version = manifest_int(m, "version", manifest_path);
+  if (version != kVersionDense && version != kVersionSparse)
+    throw InputError(manifest_path, "unknown format version " + std::to_string(version) +
+                                        " (this build reads versions 1 and 2)");
+  if (m.contains(kSparseKey)) {
+    if (!m[kSparseKey].is_object())
+      throw InputError(manifest_path, std::string("\"") + kSparseKey + "\" must be an object");
+    if (version < kVersionSparse)
+      throw InputError(manifest_path, std::string("\"") + kSparseKey +
+                                          "\" needs format version 2, the manifest says 1");
+  }
+  return m;
+}
+
+/// The manifest's "sparsified_features" entry, checked (k = 0 when there is none).
+StoredFeatures parse_feature_form(const Json& m, const std::string& manifest) {
+  StoredFeatures f;
+  const std::int64_t n = manifest_int(m, "num_nodes", manifest);
+  f.num_features = manifest_int(m, "num_features", manifest);
+  if (!m.contains(kSparseKey)) return f;
+  const Json& spec = m[kSparseKey];
+  const std::string key = std::string("\"") + kSparseKey + "\": ";
+  const std::int64_t k = json_int(spec, "k", manifest);
+  if (k < 1 || k > kSparsifyMaxK)
+    throw InputError(manifest, key + "k = " + std::to_string(k) + " (must be in [1, " +
+                                   std::to_string(kSparsifyMaxK) + "])");
+  if (f.num_features < 2)
+    throw InputError(manifest, key + "num_features = " + std::to_string(f.num_features) +
+                                   ", sparsified features need at least 2 columns");
+  const std::int64_t sample = json_int(spec, "codebook_sample", manifest);
+  const std::int64_t seed = json_int(spec, "codebook_seed", manifest);
+  const std::int64_t sampled = json_int(spec, "codebook_rows", manifest);
+  if (sample < 1 || seed < 0 || sampled < 0 || sampled > n)
+    throw InputError(manifest, key + "codebook_sample " + std::to_string(sample) +
+                                   ", codebook_seed " + std::to_string(seed) + ", codebook_rows " +
+                                   std::to_string(sampled) + " (sample at least 1, seed at least "
+                                   "0, rows in [0, num_nodes = " + std::to_string(n) + "])");
+  f.k = static_cast<std::int32_t>(k);
+  f.codebook_sample = sample;
+  f.codebook_seed = static_cast<std::uint64_t>(seed);
+  f.codebook_rows = sampled;
+  return f;
+}
+
 bool is_dataset_dir(const fs::path& p) {
   std::error_code ec;
   if (!fs::is_directory(p, ec)) return false;
@@ -213,7 +424,8 @@ void validate_dataset(const Dataset& ds, const std::string& origin) {
   const std::int64_t n = ds.num_nodes;
   if (n < 0) throw InputError(origin, "negative num_nodes");
   check_edges(ds.edge_src, ds.edge_dst, n, origin);
-  check_features(ds.features, n, origin);
+  if (ds.sparsified()) check_sparse_features(ds, origin);
+  else check_features(ds.features, n, origin);
   if (ds.num_classes < 1) throw InputError(origin, "num_classes must be at least 1");
   if (ds.multilabel) check_label_matrix(ds.label_matrix, n, ds.num_classes, origin);
   else check_labels(ds.labels, n, ds.num_classes, origin);
@@ -227,20 +439,9 @@ void validate_dataset(const Dataset& ds, const std::string& origin) {
   }
 }
 
-Dataset read_dataset(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw InputError(dir, "not a directory (missing dataset)");
+Dataset read_dataset(const std::string& dir, const SparsifyOnRead& sparsify) {
   const std::string manifest_path = join(dir, "manifest.json");
-  if (!fs::exists(manifest_path)) throw InputError(manifest_path, "missing");
-  const Json m = read_json_file(manifest_path);
-  if (!m.is_object()) throw InputError(manifest_path, "not a JSON object");
-  if (!m.contains("format") || m["format"] != kFormat)
-    throw InputError(manifest_path, std::string("not a halognn dataset manifest (\"format\" must be \"") +
-                                        kFormat + "\")");
-  const std::int64_t version = manifest_int(m, "version", manifest_path);
-  if (version != kVersion)
-    throw InputError(manifest_path, "unknown format version " + std::to_string(version) +
-                                        " (this build reads version " + std::to_string(kVersion) + ")");
-
+  const Json m = read_manifest(dir);
   Dataset ds;
   ds.name = m.contains("name") ? json_string(m, "name", manifest_path)
                                : fs::path(dir).filename().string();
@@ -280,28 +481,6 @@ Dataset read_dataset(const std::string& dir) {
     check_edges(ds.edge_src, ds.edge_dst, n, path);
   }
 
-  {  // features.npy: (N, F) float32/float64
-    const std::string path = join(dir, "features.npy");
-    NpyArray a = read_npy(path);
-    expect_dtype(a, {NpyType::f4, NpyType::f8}, "float32 or float64", path);
-    if (a.shape.size() != 2 || a.shape[0] != n)
-      throw InputError(path, "shape " + format_shape(a.shape) + " is not (num_nodes, num_features) "
-                                 "with num_nodes = " + std::to_string(n) + " from manifest.json");
-    if (a.shape[1] != num_features)
-      throw InputError(path, std::to_string(a.shape[1]) +
-                                 " columns but manifest.json says num_features = " +
-                                 std::to_string(num_features));
-    ds.features = Matrix(n, num_features);
-    if (a.type == NpyType::f4 && !a.fortran_order) {
-      if (!a.data.empty()) std::memcpy(ds.features.data(), a.data.data(), a.data.size());
-    } else {
-      const std::vector<float> f = npy_to_float32(a, path);
-      std::copy(f.begin(), f.end(), ds.features.data());
-    }
-    a.data = {};
-    check_features(ds.features, n, path);
-  }
-
   const std::string labels_path = join(dir, "labels.npy");
   {  // labels.npy
     const NpyArray a = read_npy(labels_path);
@@ -333,6 +512,24 @@ Dataset read_dataset(const std::string& dir) {
     check_split(*splits[s], s, n, ds.multilabel ? nullptr : &ds.labels, taken, origin,
                 "labels.npy");
   }
+
+  // The features last: streaming them through the encoder is the slow part, and every cheaper
+  // check has been made by then.
+  const StoredFeatures form = parse_feature_form(m, manifest_path);
+  if (form.k > 0) {
+    if (sparsify.k > 0)
+      throw InputError(dir, "its features are sparsified already (k = " + std::to_string(form.k) +
+                                "); sparsifying needs a dataset with a dense features.npy");
+    read_sparse_features(dir, form, n, ds);
+  } else {
+    for (const char* f : {kPositionsFile, kCodebookFile})
+      if (fs::exists(join(dir, f)))
+        throw InputError(join(dir, f), std::string("sparsified features, but manifest.json has no "
+                                                   "\"") + kSparseKey +
+                                           "\" entry and the features are dense (keep one form)");
+    if (sparsify.k > 0) stream_sparsified_features(dir, n, num_features, sparsify, ds);
+    else read_dense_features(dir, n, num_features, ds);
+  }
   return ds;
 }
 
@@ -354,11 +551,15 @@ void write_dataset(const Dataset& ds, const std::string& dir,
     }
     write_npy(tmp("edges.npy"), NpyType::i8, {e, 2}, edges);
   }
-  {
+  if (ds.sparsified()) {
+    const SparseFeatures& f = ds.sparse_features;
+    write_npy(tmp(kPositionsFile), NpyType::u1, {n, f.layout.slots()}, f.positions);
+    write_npy(tmp(kCodebookFile), NpyType::f4, {f.layout.slots()}, f.codebook);
+  } else {
     const std::vector<float> host_copy =
         ds.features.device().is_host() ? std::vector<float>{} : ds.features.to_host();
     const float* p = ds.features.device().is_host() ? ds.features.data() : host_copy.data();
-    write_npy(tmp("features.npy"), NpyType::f4, {n, ds.features.cols()},
+    write_npy(tmp(kDenseFile), NpyType::f4, {n, ds.features.cols()},
               std::as_bytes(std::span<const float>(p, static_cast<std::size_t>(ds.features.size()))));
   }
   if (ds.multilabel) {
@@ -374,17 +575,43 @@ void write_dataset(const Dataset& ds, const std::string& dir,
 
   Json m = Json::object();
   m["format"] = kFormat;
-  m["version"] = kVersion;
+  m["version"] = ds.sparsified() ? kVersionSparse : kVersionDense;
   m["name"] = ds.name;
   m["num_nodes"] = n;
   m["num_edges"] = e;
-  m["num_features"] = ds.features.cols();
+  m["num_features"] = ds.num_features();
   m["num_classes"] = ds.num_classes;
   m["multilabel"] = ds.multilabel;
+  if (ds.sparsified()) {
+    const SparseFeatures& f = ds.sparse_features;
+    Json sp = Json::object();
+    sp["k"] = f.layout.k;
+    sp["codebook_sample"] = f.codebook_sample;
+    sp["codebook_seed"] = static_cast<std::int64_t>(f.codebook_seed);
+    sp["codebook_rows"] = f.codebook_rows;
+    m[kSparseKey] = std::move(sp);
+  }
   m["meta"] = ds.meta.is_object() ? ds.meta : Json::object();
   // The manifest goes last: a directory without one is recognisably incomplete.
   write_file_atomic(tmp("manifest.json"), dump_json(m, 2) + "\n");
   out.commit();
+}
+
+StoredFeatures read_stored_features(const std::string& dir) {
+  return parse_feature_form(read_manifest(dir), join(dir, "manifest.json"));
+}
+
+void sparsify_dataset(Dataset& ds, std::int32_t k, std::int64_t sample, std::uint64_t seed) {
+  GNN_CHECK_CONFIG(!ds.sparsified(), "--sparsify-features: the features of ", ds.name,
+                   " are sparsified already (k = ", ds.sparse_features.layout.k, ")");
+  GNN_CHECK_CONFIG(sample >= 1, "--sparsify-sample must be at least 1, got ", sample);
+  GNN_CHECK_CONFIG(ds.features.device().is_host(), "sparsify_dataset: features must be on the host");
+  SparseFeatures f = sparsify_features(ds.features.data(), ds.num_nodes, ds.features.cols(), k,
+                                       seed, sparsify_sample_fraction(sample, ds.num_nodes));
+  f.codebook_sample = sample;
+  f.codebook_seed = seed;
+  ds.sparse_features = std::move(f);
+  ds.features = Matrix(ds.num_nodes, 0);
 }
 
 }  // namespace halognn

@@ -97,6 +97,10 @@ std::vector<float> FeatureSparsifier::codebook() const {
   return cb;
 }
 
+double sparsify_sample_fraction(std::int64_t sample, std::int64_t num_nodes) {
+  return num_nodes > 0 ? static_cast<double>(sample) / static_cast<double>(num_nodes) : 1.0;
+}
+
 SparseFeatures sparsify_features(const float* x, std::int64_t rows, std::int64_t cols,
                                  std::int32_t k, std::uint64_t seed, double sample_fraction) {
   SparseFeatures f;

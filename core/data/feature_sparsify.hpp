@@ -57,7 +57,11 @@ struct SparseFeatures {
   std::int64_t rows = 0;
   std::vector<std::uint8_t> positions;
   std::vector<float> codebook;
-  std::int64_t codebook_rows = 0;  ///< rows the codebook averaged (the sample; 0 when read back)
+  std::int64_t codebook_rows = 0;  ///< rows the codebook averaged (0 when read from a rank file)
+  /// How the sample was drawn: about `codebook_sample` nodes keyed by `codebook_seed` (recorded
+  /// by datasets; 0 when unknown, as in rank files).
+  std::int64_t codebook_sample = 0;
+  std::uint64_t codebook_seed = 0;
   std::int64_t bytes() const {
     return static_cast<std::int64_t>(positions.size() + codebook.size() * sizeof(float));
   }
@@ -84,6 +88,11 @@ class FeatureSparsifier {
   std::vector<double> sums_;  ///< per slot
   std::int64_t sampled_ = 0;
 };
+
+/// The sample fraction of a codebook drawn from about `sample` of `num_nodes` nodes (1 for an
+/// empty graph). halognn-partition and halognn-data both use it, so the same (sample, seed) picks
+/// the same nodes.
+double sparsify_sample_fraction(std::int64_t sample, std::int64_t num_nodes);
 
 /// Encodes a whole row-major matrix (rows x cols) in batches of about 64 MiB of input.
 SparseFeatures sparsify_features(const float* x, std::int64_t rows, std::int64_t cols,

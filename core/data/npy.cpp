@@ -1,5 +1,10 @@
 #include "core/data/npy.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -246,10 +251,22 @@ std::string npy_descr(NpyType type, std::size_t item_size) {
 
 namespace {
 
+/// Where the header dict of a `.npy` image starts and how long it is (0, 0 when `bytes` is too
+/// short to tell; the checks of parse_npy_header then report it).
+std::pair<std::size_t, std::size_t> npy_header_extent(std::span<const std::byte> bytes) {
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0) return {0, 0};
+  const auto major = static_cast<std::uint8_t>(bytes[6]);
+  if (major == 1) return {10, load_le(bytes.data() + 8, 2)};
+  if ((major == 2 || major == 3) && bytes.size() >= 12) return {12, load_le(bytes.data() + 8, 4)};
+  return {0, 0};
+}
+
 /// Parses and checks everything but copies no element data; returns the offset of the data.
-std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string& origin,
-                             NpyArray& a) {
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
+/// `bytes` holds the file from its start, at least through the header; `file_size` is the size
+/// of the whole file (the data's length is checked against it).
+std::size_t parse_npy_header(std::span<const std::byte> bytes, std::uint64_t file_size,
+                             const std::string& origin, NpyArray& a) {
+  if (file_size < 10 || bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
     throw InputError(origin, "not a .npy file (bad magic)");
   const auto major = static_cast<std::uint8_t>(bytes[6]);
   std::size_t header_len = 0, header_start = 0;
@@ -263,9 +280,9 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
   } else {
     throw InputError(origin, "unsupported .npy format version " + std::to_string(major));
   }
-  if (bytes.size() - header_start < header_len)
+  if (file_size - header_start < header_len || bytes.size() - header_start < header_len)
     throw InputError(origin, "truncated .npy header (header length " + std::to_string(header_len) +
-                                 ", file has " + std::to_string(bytes.size()) + " bytes)");
+                                 ", file has " + std::to_string(file_size) + " bytes)");
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + header_start,
                               header_len);
 
@@ -291,7 +308,7 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
   a.shape = std::move(*shape);
   a.fortran_order = *fortran;
 
-  const std::span<const std::byte> payload = bytes.subspan(header_start + header_len);
+  const std::uint64_t payload = file_size - (header_start + header_len);
   if (a.type == NpyType::object) return header_start + header_len;
   // Element count with overflow checks: a corrupt shape must not wrap around.
   std::uint64_t n = 1;
@@ -303,11 +320,11 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
   if (n != 0 && a.item_size > std::numeric_limits<std::uint64_t>::max() / n)
     throw InputError(origin, "shape too large");
   const std::uint64_t need = n * a.item_size;
-  if (payload.size() < need)
+  if (payload < need)
     throw InputError(origin, "data truncated: shape needs " + std::to_string(need) +
-                                 " bytes, file has " + std::to_string(payload.size()));
-  if (payload.size() > need)
-    throw InputError(origin, "corrupt .npy: " + std::to_string(payload.size() - need) +
+                                 " bytes, file has " + std::to_string(payload));
+  if (payload > need)
+    throw InputError(origin, "corrupt .npy: " + std::to_string(payload - need) +
                                  " bytes after the data the shape describes");
   return header_start + header_len;
 }
@@ -316,7 +333,7 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
 
 NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& origin) {
   NpyArray a;
-  const std::size_t start = parse_npy_header(bytes, origin, a);
+  const std::size_t start = parse_npy_header(bytes, bytes.size(), origin, a);
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(start), bytes.end());
   return a;
 }
@@ -325,10 +342,92 @@ NpyArray read_npy(const std::string& path) {
   std::vector<std::byte> bytes = read_file_bytes(path);
   // Reuse the file buffer for the elements: no second copy of a large array.
   NpyArray a;
-  const std::size_t start = parse_npy_header(bytes, path, a);
+  const std::size_t start = parse_npy_header(bytes, bytes.size(), path, a);
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(start));
   a.data = std::move(bytes);
   return a;
+}
+
+NpyRowReader::NpyRowReader(const std::string& path) : path_(path) {
+  check_input_file(path);  // a directory or a missing file, named as every reader names them
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw InputError(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw InputError(path, "not a regular file (a .npy read in blocks needs a size)");
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  try {
+    // The fixed prefix tells the header's length; then the header itself.
+    std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, 12)));
+    read_at(0, head.size(), head.data());
+    const auto [start, len] = npy_header_extent(head);
+    if (start > 0 && start + len <= size) {
+      head.resize(start + len);
+      read_at(0, head.size(), head.data());
+    }
+    data_offset_ = parse_npy_header(head, size, path, header_);
+    if (header_.type == NpyType::object)
+      throw InputError(path, "object arrays cannot be read in blocks of rows");
+    // The header checked the whole array's size; with no rows that says nothing about a row's.
+    std::uint64_t per_row = 1;
+    for (std::size_t d = 1; d < header_.shape.size(); ++d) {
+      const auto dim = static_cast<std::uint64_t>(header_.shape[d]);
+      if (dim != 0 && per_row > std::numeric_limits<std::uint64_t>::max() / header_.item_size / dim)
+        throw InputError(path, "shape too large");
+      per_row *= dim;
+    }
+    row_elements_ = static_cast<std::int64_t>(per_row);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+NpyRowReader::~NpyRowReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::int64_t NpyRowReader::rows() const { return header_.shape.empty() ? 1 : header_.shape[0]; }
+
+void NpyRowReader::read_at(std::uint64_t offset, std::size_t bytes, std::byte* out) const {
+  while (bytes > 0) {
+    const ssize_t got = ::pread(fd_, out, bytes, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InputError(path_, std::string("read failed: ") + std::strerror(errno));
+    if (got == 0)
+      throw InputError(path_, "read failed: the file ended early (it changed while being read)");
+    out += got;
+    offset += static_cast<std::uint64_t>(got);
+    bytes -= static_cast<std::size_t>(got);
+  }
+}
+
+void NpyRowReader::read_rows(std::int64_t first, std::int64_t n, std::byte* out) {
+  GNN_ASSERT(first >= 0 && n >= 0 && first + n <= rows(), "rows [", first, ", ", first + n,
+             ") outside the ", rows(), " rows of ", path_);
+  const std::uint64_t item = header_.item_size;
+  const auto per_row = static_cast<std::uint64_t>(row_elements());
+  if (n == 0 || per_row == 0) return;
+  if (!header_.fortran_order || header_.shape.size() < 2) {
+    read_at(data_offset_ + static_cast<std::uint64_t>(first) * per_row * item,
+            static_cast<std::size_t>(static_cast<std::uint64_t>(n) * per_row * item), out);
+    return;
+  }
+  if (header_.shape.size() > 2)
+    throw InputError(path_, "a Fortran-order array of " + std::to_string(header_.shape.size()) +
+                                " dimensions cannot be read in blocks of rows");
+  // Column j holds rows() elements; the block's part of it is one contiguous run.
+  const auto total_rows = static_cast<std::uint64_t>(rows());
+  std::vector<std::byte> column(static_cast<std::size_t>(static_cast<std::uint64_t>(n) * item));
+  for (std::uint64_t j = 0; j < per_row; ++j) {
+    read_at(data_offset_ + (j * total_rows + static_cast<std::uint64_t>(first)) * item,
+            column.size(), column.data());
+    for (std::int64_t i = 0; i < n; ++i)
+      std::memcpy(out + (static_cast<std::uint64_t>(i) * per_row + j) * item,
+                  column.data() + static_cast<std::uint64_t>(i) * item, item);
+  }
 }
 
 std::vector<std::int64_t> npy_to_int64(const NpyArray& a, const std::string& origin) {

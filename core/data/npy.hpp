@@ -44,6 +44,40 @@ NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& origin);
 /// Reads and parses a `.npy` file; a missing or unreadable file is an InputError.
 NpyArray read_npy(const std::string& path);
 
+/// A `.npy` file read in blocks of rows (slices along the first axis) without holding it whole,
+/// for arrays larger than the memory one wants to spend on them. Opening parses the header and
+/// checks the file's size against the shape, with the errors of read_npy; read_rows then reads
+/// the rows it is asked for. Fortran-order arrays of up to two dimensions are gathered column by
+/// column. Not for `object` arrays.
+class NpyRowReader {
+ public:
+  explicit NpyRowReader(const std::string& path);
+  NpyRowReader(const NpyRowReader&) = delete;
+  NpyRowReader& operator=(const NpyRowReader&) = delete;
+  ~NpyRowReader();
+
+  /// dtype, shape and order as stored; `data` stays empty.
+  const NpyArray& header() const { return header_; }
+  const std::string& path() const { return path_; }
+  /// shape[0] (1 for a 0-d array).
+  std::int64_t rows() const;
+  /// Elements per row: the product of shape[1:] (checked against overflow at opening).
+  std::int64_t row_elements() const { return row_elements_; }
+  /// Copies rows [first, first + n) into `out` (n * row_elements() * item_size bytes), in C
+  /// order, elements as stored. Errors name the file: a read that fails or comes up short (the
+  /// file changed underneath), Fortran order beyond 2-D.
+  void read_rows(std::int64_t first, std::int64_t n, std::byte* out);
+
+ private:
+  void read_at(std::uint64_t offset, std::size_t bytes, std::byte* out) const;
+
+  std::string path_;
+  int fd_ = -1;
+  NpyArray header_;
+  std::uint64_t data_offset_ = 0;
+  std::int64_t row_elements_ = 1;
+};
+
 /// Integer (or bool) elements as int64 in C order. Throws InputError(origin, ...) for float,
 /// unicode or object arrays and for uint64 values above INT64_MAX. Fortran-order arrays of any
 /// rank are reordered into C order.

@@ -226,6 +226,95 @@ TEST(Npy, ADirectoryWhereAFileBelongsIsRefusedNamingIt) {
   expect_input_error([&] { read_json_file(p); }, p, "is a directory, not a file");
 }
 
+void write_image(const std::string& path, const std::vector<std::byte>& img) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(img.data()), static_cast<std::streamsize>(img.size()));
+}
+
+TEST(NpyRowReader, ReadsBlocksOfRowsAsReadNpyWould) {
+  test::ScratchDir dir;
+  // (5, 3) int32 in C order: element (i, j) = 10 i + j.
+  const std::string c_path = dir.file("c.npy");
+  std::vector<std::int32_t> c(15);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 3; ++j) c[static_cast<std::size_t>(i * 3 + j)] = 10 * i + j;
+  write_npy(c_path, NpyType::i4, {5, 3}, c);
+  // The same matrix stored in Fortran order (columns one after the other), in a version 2 file.
+  const std::string f_path = dir.file("f.npy");
+  std::string fdata;
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 5; ++i) fdata += raw<std::int32_t>({10 * i + j});
+  write_image(f_path, npy_image("{'descr': '<i4', 'fortran_order': True, 'shape': (5, 3), }",
+                                fdata, 2));
+  for (const std::string& path : {c_path, f_path}) {
+    NpyRowReader r(path);
+    EXPECT_EQ(r.rows(), 5);
+    EXPECT_EQ(r.row_elements(), 3);
+    EXPECT_EQ(r.header().type, NpyType::i4);
+    EXPECT_TRUE(r.header().data.empty());
+    std::vector<std::int32_t> got(6, -1);
+    r.read_rows(1, 2, reinterpret_cast<std::byte*>(got.data()));
+    EXPECT_EQ(got, (std::vector<std::int32_t>{10, 11, 12, 20, 21, 22})) << path;
+    std::vector<std::int32_t> all(15);
+    r.read_rows(0, 5, reinterpret_cast<std::byte*>(all.data()));
+    EXPECT_EQ(all, c) << path;
+    r.read_rows(5, 0, nullptr);  // an empty block reads nothing
+  }
+  // A 1-D array is a column of rows.
+  write_npy(dir.file("v.npy"), NpyType::u1, {4}, std::vector<std::uint8_t>{7, 8, 9, 10});
+  NpyRowReader v(dir.file("v.npy"));
+  EXPECT_EQ(v.rows(), 4);
+  EXPECT_EQ(v.row_elements(), 1);
+  std::uint8_t two[2] = {};
+  v.read_rows(2, 2, reinterpret_cast<std::byte*>(two));
+  EXPECT_EQ(two[0], 9);
+  EXPECT_EQ(two[1], 10);
+}
+
+TEST(NpyRowReader, RefusesWhatReadNpyRefusesAtOpenNamingTheFile) {
+  test::ScratchDir dir;
+  const std::string good = "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }";
+  const std::string d = raw<std::int32_t>({1, 2, 3});
+  auto bad = [&](const std::vector<std::byte>& img, const std::string& needle) {
+    const std::string p = dir.file("bad.npy");
+    write_image(p, img);
+    expect_input_error([&] { NpyRowReader r(p); }, p, needle);
+  };
+  bad(to_bytes("\x93NUMPX\x01\x00"), "bad magic");
+  bad({}, "bad magic");
+  auto cut = npy_image(good, d);
+  cut.resize(40);
+  bad(cut, "truncated .npy header");
+  bad(npy_image(good, d.substr(0, 8)), "data truncated: shape needs 12 bytes, file has 8");
+  bad(npy_image(good, d + "xx"), "after the data");
+  bad(npy_image("{'descr': '|O', 'fortran_order': False, 'shape': (3,), }", d),
+      "object arrays cannot be read in blocks");
+  bad(npy_image("{'descr': '<i4', 'fortran_order': False, 'shape': (4611686018427387904, "
+                "4611686018427387904), }",
+                d),
+      "too large");
+  expect_input_error([] { NpyRowReader r("/nonexistent/dir/missing.npy"); }, "missing.npy",
+                     "cannot open");
+  std::filesystem::create_directory(dir.file("d.npy"));
+  expect_input_error([&] { NpyRowReader r(dir.file("d.npy")); }, dir.file("d.npy"),
+                     "is a directory, not a file");
+  // Fortran order beyond two dimensions cannot be read by rows.
+  const std::string p3 = dir.file("f3.npy");
+  write_image(p3, npy_image("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2, 2), }",
+                            std::string(8, 'x')));
+  NpyRowReader r3(p3);
+  std::byte out[4];
+  expect_input_error([&] { r3.read_rows(0, 1, out); }, p3, "Fortran-order array of 3 dimensions");
+  // A file that shrinks after the header was checked: the read says so instead of returning junk.
+  const std::string ps = dir.file("shrinks.npy");
+  write_npy(ps, NpyType::i4, {3}, std::vector<std::int32_t>{1, 2, 3});
+  NpyRowReader rs(ps);
+  std::filesystem::resize_file(ps, std::filesystem::file_size(ps) - 4);
+  std::int32_t three[3];
+  expect_input_error([&] { rs.read_rows(0, 3, reinterpret_cast<std::byte*>(three)); }, ps,
+                     "the file ended early");
+}
+
 TEST(Npy, WriteReplacesAnExistingFileAtomically) {
   test::ScratchDir dir;
   const std::string p = dir.file("w.npy");

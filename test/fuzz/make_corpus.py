@@ -121,3 +121,15 @@ if len(sys.argv) > 1:
                 put("rank_file", f"part-0000{r}.bin", f.read())
             with open(f"{t}/ps/part-0000{r}.bin", "rb") as f:
                 put("rank_file", f"sparsified-part-0000{r}.bin", f.read())
+        # A sparsified dataset (halognn-data sparsify): its positions and codebook arrays for the
+        # .npy readers (parse_npy and the block reader), its manifest for the JSON reader.
+        subprocess.run([f"{binary}/halognn-data", "sparsify", "--data", f"{t}/ds", "--out",
+                        f"{t}/dss", "--k", "1", "--sample", "10"], check=True,
+                       stdout=subprocess.DEVNULL)
+        for name in ("feature_positions", "feature_codebook"):
+            with open(f"{t}/dss/{name}.npy", "rb") as f:
+                put("npy", f"sparsified_{name}.npy", f.read())
+        with open(f"{t}/dss/manifest.json") as f:
+            m = json.load(f)
+        m["meta"]["sparsified_from"] = "ds"  # not the temporary directory's name
+        put("json", "sparsified_dataset_manifest.json", (json.dumps(m, indent=2) + "\n").encode())

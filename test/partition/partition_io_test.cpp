@@ -376,6 +376,81 @@ TEST_F(SparsifiedPartitionDir, TheManifestMustAgreeOnK) {
   expect_read_error(rank_file(1), "holds features sparsified with k = 5 but the manifest says k = 6");
 }
 
+/// A sparsified dataset (halognn-data sparsify: features.npy streamed through the encoder,
+/// written, read back) partitions into the rank files halognn-partition --sparsify-features
+/// writes from the dense dataset, byte for byte but the run id, at 2 and 4 parts; the codebook
+/// comes from a sample of 100 of the 400 nodes.
+TEST(SparsifiedDatasetPartition, RankFilesEqualThoseOfSparsifyingAtPartitionTime) {
+  test::TempDir tmp;
+  Dataset wide = test::make_dataset(test::random_edges(400, 1600, 21), 4, 300);
+  const CounterRng rng(RngKey{4, RngPurpose::test, 0, 0});
+  for (std::int64_t i = 0; i < wide.features.size(); ++i)
+    wide.features.data()[i] = rng.uniform(static_cast<std::uint64_t>(i), 0);
+  write_dataset(wide, tmp / "dense");
+  SparsifyOnRead opt;
+  opt.k = 5;
+  opt.sample = 100;
+  opt.seed = 7;
+  opt.batch_bytes = 33 * 300 * 4;
+  write_dataset(read_dataset(tmp / "dense", opt), tmp / "sparse");
+  const Dataset dense = read_dataset(tmp / "dense"), sparse = read_dataset(tmp / "sparse");
+  ASSERT_TRUE(sparse.sparsified());
+  EXPECT_GT(sparse.sparse_features.codebook_rows, 0);
+  EXPECT_LT(sparse.sparse_features.codebook_rows, 400);
+  EXPECT_EQ(dataset_fingerprint(sparse), dataset_fingerprint(dense));
+  const GlobalGraph g = test::graph_of(dense);
+  // The run id (header bytes 88..95) differs between runs, and with it the CRC32 trailer.
+  const auto body = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string b{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    return b.size() < 100 ? b : b.substr(0, 88) + b.substr(96, b.size() - 100);
+  };
+  for (const int parts : {2, 4}) {
+    PartitionConfig cfg{parts, PartitionConfig::Method::metis, PartitionConfig::Objective::cut, 7,
+                        {}};
+    const std::vector<Rank> assignment = assign_parts(g, cfg);
+    PartitionConfig at_partition = cfg;
+    at_partition.sparsify_k = 5;
+    at_partition.sparsify_sample = 100;
+    const std::string a = tmp / ("a" + std::to_string(parts)),
+                      b = tmp / ("b" + std::to_string(parts)),
+                      c = tmp / ("c" + std::to_string(parts));
+    const Json ma = write_partition_dir(dense, g, assignment, at_partition, a);
+    const Json mb = write_partition_dir(sparse, g, assignment, cfg, b);          // as stored
+    const Json mc = write_partition_dir(sparse, g, assignment, at_partition, c); // same k named
+    for (Rank r = 0; r < parts; ++r) {
+      const std::string name = "/" + partition_file_name(r);
+      const std::string fa = body(a + name);
+      ASSERT_GT(fa.size(), 100u);
+      EXPECT_EQ(fa, body(b + name)) << parts << " parts, rank " << r;
+      EXPECT_EQ(fa, body(c + name)) << parts << " parts, rank " << r;
+    }
+    for (const Json* m : {&mb, &mc}) {
+      EXPECT_EQ(m->at("features").at("encoded_by").get<std::string>(), "dataset");
+      for (const char* key : {"sparsify_k", "slots_per_row", "codebook_sample", "codebook_seed",
+                              "codebook_rows"})
+        EXPECT_EQ(m->at("features").at(key), ma.at("features").at(key)) << key;
+      EXPECT_EQ(m->at("dataset").at("fingerprint"), ma.at("dataset").at("fingerprint"));
+      EXPECT_EQ(m->at("feature_bytes_stored"), ma.at("feature_bytes_stored"));
+      EXPECT_EQ(m->at("feature_bytes_dense"), ma.at("feature_bytes_dense"));
+    }
+    EXPECT_EQ(ma.at("features").at("encoded_by").get<std::string>(), "partition");
+  }
+  // Another k cannot be had from positions that are fixed already.
+  PartitionConfig other{2, PartitionConfig::Method::metis, PartitionConfig::Objective::cut, 7, {}};
+  other.sparsify_k = 6;
+  try {
+    write_partition_dir(sparse, g, assign_parts(g, other), other, tmp / "d");
+    ADD_FAILURE() << "a different k was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--sparsify-features 6: the features of dataset "
+                                         "test-graph are sparsified with k = 5 already"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(tmp / "d"));
+}
+
 TEST_F(PartitionDir, APartitionOfFormatVersion2StillLoads) {
   // Rewrite every rank file as version 2 wrote it: no sparse-k header field, no SPCB and SPPO
   // sections; and the manifest's version.

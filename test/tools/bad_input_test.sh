@@ -26,7 +26,7 @@ expect_error() {
   if [[ $rc -eq 0 ]]; then fail "$name: exit status 0"; return; fi
   if [[ $rc -eq 124 ]]; then fail "$name: hung (killed after 60 s)"; return; fi
   local lines
-  lines=$(grep -c "^halognn-[a-z]*: " "$work/err")
+  lines=$(grep -c "^halognn-[a-z-]*: " "$work/err")
   if [[ $lines -ne 1 ]]; then fail "$name: expected one error line, got $lines:"; cat "$work/err"; return; fi
   if ! grep -q -- "$pattern" "$work/err"; then fail "$name: error does not mention '$pattern':"; cat "$work/err"; return; fi
   echo "ok: $name (exit $rc, ${took} s): $(grep "^halognn-" "$work/err")"
@@ -277,6 +277,45 @@ expect_error "data: unknown command" "frobnicate" "$bin/halognn-data" frobnicate
 expect_error "data: absurd generator knob" "--class-overlap" \
   "$bin/halognn-data" generate --out "$work/gx" --nodes 100 --edges 300 --class-overlap 2
 [[ ! -e $work/gx ]] || fail "a failed generate left $work/gx"
+
+# Sparsified datasets (halognn-data sparsify): options that contradict the stored form, and
+# malformed sparsified files, each refused in one line naming the option or the file.
+"$bin/halognn-data" sparsify --data "$work/ds" --out "$work/ds_k2" --k 2 >/dev/null ||
+  fail "cannot sparsify the fixture"
+expect_error "partition: another k than the sparsified dataset's" "--sparsify-features 3: $work/ds_k2 holds features sparsified with k = 2 already" \
+  "$bin/halognn-partition" --data "$work/ds_k2" --parts 2 --out "$work/px" --sparsify-features 3
+expect_error "partition: a codebook sample for a sparsified dataset" "--sparsify-sample: $work/ds_k2 holds features sparsified already (k = 2, codebook from about 100000 nodes, seed 1); its codebook is fixed" \
+  "$bin/halognn-partition" --data "$work/ds_k2" --parts 2 --out "$work/px" --sparsify-features 2 --sparsify-sample 50
+expect_error "data: sparsify a sparsified dataset" "--data $work/ds_k2 holds features sparsified already (k = 2)" \
+  "$bin/halognn-data" sparsify --data "$work/ds_k2" --out "$work/sx" --k 2
+expect_error "data: sparsify into the input dataset" "--out $work/ds is or contains the input dataset" \
+  "$bin/halognn-data" sparsify --data "$work/ds" --out "$work/ds" --k 2
+expect_error "data: sparsify into the input's parent" "--out $work is or contains the input dataset" \
+  "$bin/halognn-data" sparsify --data "$work/ds" --out "$work" --k 2
+expect_error "data: sparsify k out of range" "--k must be in \\[1, 128\\], got 200" \
+  "$bin/halognn-data" sparsify --data "$work/ds" --out "$work/sx" --k 200
+expect_error "data: sparsify without --k" "'--k' is required" \
+  "$bin/halognn-data" sparsify --data "$work/ds" --out "$work/sx"
+expect_error "data: sparsify a truncated features.npy" "$work/ds_bad/features.npy: truncated .npy header" \
+  "$bin/halognn-data" sparsify --data "$work/ds_bad" --out "$work/sx" --k 2
+expect_error "data: --sparsify-sample without --sparsify-features" "--sparsify-sample needs --sparsify-features" \
+  "$bin/halognn-data" generate --out "$work/sx" --nodes 100 --edges 300 --sparsify-sample 10
+[[ ! -e $work/sx ]] || fail "a failed halognn-data sparsify left $work/sx"
+cp -r "$work/ds_k2" "$work/ds_k2_pos"
+/usr/bin/python3 -c "
+import numpy as np; p='$work/ds_k2_pos/feature_positions.npy'; a=np.load(p); a[17, 1] = 8; np.save(p, a)"
+expect_error "partition: a sparsified position outside its chunk" "ds_k2_pos/feature_positions.npy: sparsified features: row 17 has a position outside its chunk" \
+  "$bin/halognn-partition" --data "$work/ds_k2_pos" --parts 2 --out "$work/px"
+cp -r "$work/ds_k2" "$work/ds_k2_mixed"
+cp "$work/ds/features.npy" "$work/ds_k2_mixed/"
+expect_error "data: inspect a dataset with both feature forms" "ds_k2_mixed/features.npy: dense features beside sparsified ones" \
+  "$bin/halognn-data" inspect "$work/ds_k2_mixed"
+cp -r "$work/ds_k2" "$work/ds_k2_nocb"
+rm "$work/ds_k2_nocb/feature_codebook.npy"
+expect_error "partition: a sparsified dataset without its codebook" "ds_k2_nocb/feature_codebook.npy: missing" \
+  "$bin/halognn-partition" --data "$work/ds_k2_nocb" --parts 2 --out "$work/px"
+expect_error "bench: the cosine benchmark needs dense features" "$work/ds_k2 holds sparsified features" \
+  "$bin/halognn-bench-sparsify-cosine" --data "$work/ds_k2"
 
 # Nothing half-written: no temporary names left anywhere, no output for the failed partitions.
 left=$(find "$work" -name '*.tmp.*' | head -5)
