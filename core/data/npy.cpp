@@ -1,5 +1,10 @@
 #include "core/data/npy.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -247,8 +252,10 @@ std::string npy_descr(NpyType type, std::size_t item_size) {
 namespace {
 
 /// Parses and checks everything but copies no element data; returns the offset of the data.
+/// `bytes` holds at least the header; `total_size` is the size of the whole file (the header and
+/// the element data).
 std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string& origin,
-                             NpyArray& a) {
+                             NpyArray& a, std::uint64_t total_size) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
     throw InputError(origin, "not a .npy file (bad magic)");
   const auto major = static_cast<std::uint8_t>(bytes[6]);
@@ -291,7 +298,7 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
   a.shape = std::move(*shape);
   a.fortran_order = *fortran;
 
-  const std::span<const std::byte> payload = bytes.subspan(header_start + header_len);
+  const std::uint64_t payload_size = total_size - (header_start + header_len);
   if (a.type == NpyType::object) return header_start + header_len;
   // Element count with overflow checks: a corrupt shape must not wrap around.
   std::uint64_t n = 1;
@@ -303,11 +310,11 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
   if (n != 0 && a.item_size > std::numeric_limits<std::uint64_t>::max() / n)
     throw InputError(origin, "shape too large");
   const std::uint64_t need = n * a.item_size;
-  if (payload.size() < need)
+  if (payload_size < need)
     throw InputError(origin, "data truncated: shape needs " + std::to_string(need) +
-                                 " bytes, file has " + std::to_string(payload.size()));
-  if (payload.size() > need)
-    throw InputError(origin, "corrupt .npy: " + std::to_string(payload.size() - need) +
+                                 " bytes, file has " + std::to_string(payload_size));
+  if (payload_size > need)
+    throw InputError(origin, "corrupt .npy: " + std::to_string(payload_size - need) +
                                  " bytes after the data the shape describes");
   return header_start + header_len;
 }
@@ -316,7 +323,7 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
 
 NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& origin) {
   NpyArray a;
-  const std::size_t start = parse_npy_header(bytes, origin, a);
+  const std::size_t start = parse_npy_header(bytes, origin, a, bytes.size());
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(start), bytes.end());
   return a;
 }
@@ -325,9 +332,89 @@ NpyArray read_npy(const std::string& path) {
   std::vector<std::byte> bytes = read_file_bytes(path);
   // Reuse the file buffer for the elements: no second copy of a large array.
   NpyArray a;
-  const std::size_t start = parse_npy_header(bytes, path, a);
+  const std::size_t start = parse_npy_header(bytes, path, a, bytes.size());
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(start));
   a.data = std::move(bytes);
+  return a;
+}
+
+NpyFile::NpyFile(std::string path) : path_(std::move(path)) {
+  check_input_file(path_);
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw InputError(path_, std::string("cannot open: ") + std::strerror(errno));
+  struct stat sb {};
+  if (::fstat(fd_, &sb) != 0) throw InputError(path_, std::string("cannot stat: ") + std::strerror(errno));
+  const auto size = static_cast<std::uint64_t>(sb.st_size);
+  // The fixed prefix (magic, version, header length), then the header itself.
+  std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, 12)));
+  pread_exact(head.data(), head.size(), 0);
+  if (head.size() >= 10 && std::memcmp(head.data(), kMagic, 6) == 0) {
+    const auto major = static_cast<std::uint8_t>(head[6]);
+    const std::uint64_t len = major == 1 ? load_le(head.data() + 8, 2)
+                              : head.size() >= 12 ? load_le(head.data() + 8, 4)
+                                                  : 0;
+    const std::uint64_t start = major == 1 ? 10 : 12;
+    if (len > 0 && start + len <= size && start + len > head.size()) {
+      const std::size_t have = head.size();
+      head.resize(static_cast<std::size_t>(start + len));
+      pread_exact(head.data() + have, head.size() - have, have);
+    }
+  }
+  data_offset_ = parse_npy_header(head, path_, head_, size);
+  if (head_.type == NpyType::object) throw InputError(path_, "object arrays cannot be read by rows");
+}
+
+NpyFile::~NpyFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void NpyFile::pread_exact(void* out, std::size_t n, std::uint64_t offset) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      throw InputError(path_, got == 0 ? std::string("read failed: unexpected end of file")
+                                       : std::string("read failed: ") + std::strerror(errno));
+    p += got;
+    n -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+    bytes_read_ += static_cast<std::uint64_t>(got);
+  }
+}
+
+NpyArray NpyFile::read_rows(std::int64_t first, std::int64_t count) {
+  if (head_.shape.empty()) throw InputError(path_, "a 0-d array has no rows");
+  const std::int64_t rows = head_.shape[0];
+  GNN_ASSERT(first >= 0 && count >= 0 && first <= rows && count <= rows - first, "rows [", first,
+             ", ", first + count, ") outside [0, ", rows, ") of ", path_);
+  NpyArray a;
+  a.type = head_.type;
+  a.item_size = head_.item_size;
+  a.shape = head_.shape;
+  a.shape[0] = count;
+  std::int64_t per_row = 1;  // elements per row
+  for (std::size_t d = 1; d < head_.shape.size(); ++d) per_row *= head_.shape[d];
+  const std::size_t item = head_.item_size;
+  a.data.resize(static_cast<std::size_t>(count * per_row) * item);
+  if (a.data.empty()) return a;
+  if (!head_.fortran_order || head_.shape.size() == 1) {
+    pread_exact(a.data.data(), a.data.size(),
+                data_offset_ + static_cast<std::uint64_t>(first * per_row) * item);
+    return a;
+  }
+  if (head_.shape.size() > 2)
+    throw InputError(path_, "reading rows of a Fortran-order array of more than 2 dimensions is "
+                            "not supported");
+  // Fortran order: element (i, j) of a (rows, per_row) view lies at j * rows + i. Read each
+  // column's run of rows, then interleave into C order.
+  std::vector<std::byte> column(static_cast<std::size_t>(count) * item);
+  for (std::int64_t j = 0; j < per_row; ++j) {
+    pread_exact(column.data(), column.size(),
+                data_offset_ + static_cast<std::uint64_t>(j * rows + first) * item);
+    for (std::int64_t i = 0; i < count; ++i)
+      std::memcpy(a.data.data() + (i * per_row + j) * item, column.data() + i * item, item);
+  }
   return a;
 }
 

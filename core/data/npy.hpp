@@ -44,6 +44,42 @@ NpyArray parse_npy(std::span<const std::byte> bytes, const std::string& origin);
 /// Reads and parses a `.npy` file; a missing or unreadable file is an InputError.
 NpyArray read_npy(const std::string& path);
 
+/// A `.npy` file opened for reading ranges of rows without loading the file: the header is read
+/// and checked (as parse_npy does, including the file size the shape implies) at construction,
+/// and read_rows fetches rows with offset reads. Counts the bytes it read, so a caller can show
+/// that it read only its slice.
+class NpyFile {
+ public:
+  /// Opens `path` and reads its header; InputError naming the file on any problem.
+  explicit NpyFile(std::string path);
+  NpyFile(const NpyFile&) = delete;
+  NpyFile& operator=(const NpyFile&) = delete;
+  ~NpyFile();
+
+  const std::string& path() const { return path_; }
+  NpyType type() const { return head_.type; }
+  std::size_t item_size() const { return head_.item_size; }
+  const std::vector<std::int64_t>& shape() const { return head_.shape; }
+  bool fortran_order() const { return head_.fortran_order; }
+
+  /// Rows [first, first + count) along the first axis, as an array of shape (count, rest...) in
+  /// C order (a Fortran-order file is read column by column). Object arrays and 0-d arrays are
+  /// InputError.
+  NpyArray read_rows(std::int64_t first, std::int64_t count);
+
+  /// Bytes read from the file so far (header included).
+  std::uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  void pread_exact(void* out, std::size_t n, std::uint64_t offset);
+
+  std::string path_;
+  int fd_ = -1;
+  NpyArray head_;               // element data left empty
+  std::uint64_t data_offset_ = 0;
+  std::uint64_t bytes_read_ = 0;
+};
+
 /// Integer (or bool) elements as int64 in C order. Throws InputError(origin, ...) for float,
 /// unicode or object arrays and for uint64 values above INT64_MAX. Fortran-order arrays of any
 /// rank are reordered into C order.
