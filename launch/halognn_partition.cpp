@@ -16,6 +16,8 @@
 #include <iostream>
 #include <string>
 
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 
 #include "comm/mpi_env.hpp"
@@ -148,7 +150,13 @@ int run_parmetis(int& argc, char**& argv, const PartitionConfig& cfg, const std:
   const Rank rank = mpi.rank(), size = mpi.size();
   try {
     Stopwatch clock;
-    const DistributedPartitionResult r = distributed_partition(MPI_COMM_WORLD, data, cfg, out);
+    // Progress on a terminal only (rank 0): one line, rewritten per step.
+    const bool tty = rank == 0 && isatty(STDERR_FILENO);
+    const DistributedPartitionResult r = distributed_partition(
+        MPI_COMM_WORLD, data, cfg, out, {}, [&](const char* step) {
+          if (tty) std::fprintf(stderr, "\r%s: %-40s", kTool, step);
+        });
+    if (tty) std::fprintf(stderr, "\r%*s\r", 60, "");
     if (rank != 0) return 0;
     for (const std::string& l : r.removed_leftovers)
       std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
@@ -181,6 +189,7 @@ int run_parmetis(int& argc, char**& argv, const PartitionConfig& cfg, const std:
     return 0;
   } catch (const std::exception& e) {
     // distributed_partition throws on every rank together (the lowest failing rank's message).
+    if (rank == 0 && isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%*s\r", 60, "");
     if (rank == 0) std::fprintf(stderr, "%s: %s\n", kTool, e.what());
     return 1;
   }

@@ -333,12 +333,16 @@ std::int64_t peak_rss_bytes() {
 DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::string& data_dir,
                                                  const PartitionConfig& cfg,
                                                  const std::string& out_arg,
-                                                 const PartAssignment& assignment) {
+                                                 const PartAssignment& assignment,
+                                                 const PartitionProgress& progress) {
   int k_int = 1, me_int = 0;
   MPI_Comm_size(comm, &k_int);
   MPI_Comm_rank(comm, &me_int);
   const Rank K = k_int, me = me_int;
   const Rank P = cfg.parts;
+  const auto step_begins = [&](const char* step) {
+    if (me_int == 0 && progress) progress(step);
+  };
   DistributedPartitionResult res;
   DistributedPartitionStats& st = res.local;
   auto t0 = Clock::now();
@@ -378,6 +382,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   std::string split_path[3];
 
   // --- 1. read this rank's slices ----------------------------------------------------------------
+  step_begins("reading slices");
   std::vector<GlobalId> src, dst;
   std::vector<std::vector<std::byte>> split_send(static_cast<std::size_t>(K));
   collective_try(comm, [&] {
@@ -508,6 +513,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   t0 = Clock::now();
 
   // --- 2. edges to the owner of their source: complete neighbour lists of the block -----------
+  step_begins("building the graph");
   {
     std::vector<std::vector<std::byte>> send(static_cast<std::size_t>(K));
     {
@@ -563,6 +569,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   t0 = Clock::now();
 
   // --- 3. the parts ----------------------------------------------------------------------------
+  step_begins("partitioning (PT-Scotch)");
   nb.part.assign(static_cast<std::size_t>(nloc), 0);
   collective_try(comm, [&] {
     if (assignment) {
@@ -580,6 +587,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   t0 = Clock::now();
 
   // --- 4. part and degree of every neighbour (asked of its block owner) -------------------------
+  step_begins("moving nodes to their parts");
   std::vector<GlobalId> remote;  // distinct neighbours outside the block, ascending
   std::vector<Rank> remote_part;
   std::vector<std::int64_t> remote_degree;
@@ -620,10 +628,15 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
       remote_degree[j] = c.get<std::int64_t>();
     }
   }
-  auto part_of = [&](GlobalId u) {
-    if (u >= nb.begin && u < nb.end) return nb.part[u - nb.begin];
-    return remote_part[std::lower_bound(remote.begin(), remote.end(), u) - remote.begin()];
-  };
+  // The part of every adjacency entry, and the degree of a neighbour outside the block.
+  std::vector<Rank> col_part(nb.col.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t e = 0; e < static_cast<std::int64_t>(nb.col.size()); ++e) {
+    const GlobalId u = nb.col[e];
+    col_part[e] = u >= nb.begin && u < nb.end
+                      ? nb.part[u - nb.begin]
+                      : remote_part[std::lower_bound(remote.begin(), remote.end(), u) - remote.begin()];
+  }
   auto degree_of = [&](GlobalId u) -> std::int64_t {
     if (u >= nb.begin && u < nb.end) return nb.row_ptr[u - nb.begin + 1] - nb.row_ptr[u - nb.begin];
     return remote_degree[std::lower_bound(remote.begin(), remote.end(), u) - remote.begin()];
@@ -648,9 +661,9 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
       put(s, deg);
       put(s, nb.col.data() + nb.row_ptr[i], static_cast<std::size_t>(deg));
       for (EdgeOffset e = nb.row_ptr[i]; e < nb.row_ptr[i + 1]; ++e)
-        put(s, static_cast<std::int64_t>(part_of(nb.col[e])));
+        put(s, static_cast<std::int64_t>(col_part[e]));
       for (EdgeOffset e = nb.row_ptr[i]; e < nb.row_ptr[i + 1]; ++e)
-        if (part_of(nb.col[e]) != p) put(s, degree_of(nb.col[e]));
+        if (col_part[e] != p) put(s, degree_of(nb.col[e]));
       std::vector<std::byte>& r = r_send[w];
       put(r, nb.features.data() + i * F, static_cast<std::size_t>(F));
       if (ds.multilabel)
@@ -660,6 +673,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
       put(r, nb.split[i]);
     }
     nb = NodeBlock{};
+    col_part = {};
     remote = {};
     remote_part = {};
     remote_degree = {};
@@ -671,6 +685,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   t0 = Clock::now();
 
   // --- 6. build and write the parts this rank writes ------------------------------------------
+  step_begins("building and writing parts");
   std::unique_ptr<StagedDirectory> staged;
   std::string staging;
   std::uint64_t run_id = 0;

@@ -47,6 +47,9 @@ struct DistributedPartitionResult {
 /// and the distributed writer the same assignment). Not reachable from the tool.
 using PartAssignment = std::function<Rank(GlobalId)>;
 
+/// Called on rank 0 when a step begins ("reading", "graph", ...), for a progress line.
+using PartitionProgress = std::function<void(const char* step)>;
+
 /// Partitions the dataset directory `data_dir` into `out` on every rank of `comm` (collective).
 /// `cfg.parts` parts, any number of ranks up to the node count. Supported: objective cut, every
 /// locality order, seed; refused (ConfigError naming the option): objective vol, semantic
@@ -55,6 +58,7 @@ using PartAssignment = std::function<Rank(GlobalId)>;
 DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::string& data_dir,
                                                  const PartitionConfig& cfg,
                                                  const std::string& out,
-                                                 const PartAssignment& assignment = {});
+                                                 const PartAssignment& assignment = {},
+                                                 const PartitionProgress& progress = {});
 
 }  // namespace halognn
