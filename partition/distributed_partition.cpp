@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include <zlib.h>
 
@@ -276,8 +277,11 @@ std::vector<Rank> assign_scotch(MPI_Comm comm, const std::vector<EdgeOffset>& ro
   int k = 1;
   MPI_Comm_size(comm, &k);
   const SCOTCH_Num n = static_cast<SCOTCH_Num>(row_ptr.size()) - 1;
-  std::vector<SCOTCH_Num> vertloc(row_ptr.begin(), row_ptr.end());
-  std::vector<SCOTCH_Num> edgeloc(col.begin(), col.end());
+  // The block's CSR as it is (64-bit on both sides); Scotch reads these arrays without writing.
+  static_assert(std::is_same_v<SCOTCH_Num, EdgeOffset> && std::is_same_v<SCOTCH_Num, GlobalId>);
+  auto* vertloc = const_cast<SCOTCH_Num*>(row_ptr.data());
+  auto* edgeloc = const_cast<SCOTCH_Num*>(col.data());
+  const auto edges = static_cast<SCOTCH_Num>(col.size());
   std::vector<SCOTCH_Num> part(static_cast<std::size_t>(n), 0);
   SCOTCH_Dgraph graph, bound;
   SCOTCH_Context context;
@@ -294,10 +298,8 @@ std::vector<Rank> assign_scotch(MPI_Comm comm, const std::vector<EdgeOffset>& ro
       what = name;
     }
   };
-  step(SCOTCH_dgraphBuild(&graph, 0, n, n, vertloc.data(), vertloc.data() + 1, nullptr, nullptr,
-                          static_cast<SCOTCH_Num>(edgeloc.size()),
-                          static_cast<SCOTCH_Num>(edgeloc.size()), edgeloc.data(), nullptr,
-                          nullptr),
+  step(SCOTCH_dgraphBuild(&graph, 0, n, n, vertloc, vertloc + 1, nullptr, nullptr, edges, edges,
+                          edgeloc, nullptr, nullptr),
        "SCOTCH_dgraphBuild");
   step(SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMDETERMINISTIC, 1),
        "SCOTCH_contextOptionSetNum (deterministic)");

@@ -270,9 +270,9 @@ std::size_t parse_npy_header(std::span<const std::byte> bytes, const std::string
   } else {
     throw InputError(origin, "unsupported .npy format version " + std::to_string(major));
   }
-  if (bytes.size() - header_start < header_len)
+  if (total_size - header_start < header_len || bytes.size() - header_start < header_len)
     throw InputError(origin, "truncated .npy header (header length " + std::to_string(header_len) +
-                                 ", file has " + std::to_string(bytes.size()) + " bytes)");
+                                 ", file has " + std::to_string(total_size) + " bytes)");
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()) + header_start,
                               header_len);
 
@@ -354,6 +354,7 @@ NpyFile::NpyFile(std::string path) : path_(std::move(path)) {
                               : head.size() >= 12 ? load_le(head.data() + 8, 4)
                                                   : 0;
     const std::uint64_t start = major == 1 ? 10 : 12;
+    // The rest of the header, unless the file is shorter (then the parser says so).
     if (len > 0 && start + len <= size && start + len > head.size()) {
       const std::size_t have = head.size();
       head.resize(static_cast<std::size_t>(start + len));
