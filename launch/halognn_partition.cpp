@@ -1,24 +1,30 @@
 // halognn-partition: split a dataset directory into a partition directory (one file per rank).
 //
-//   halognn-partition --data DIR --parts K --out DIR [--method metis|random]
+//   halognn-partition --data DIR --parts K --out DIR [--method metis|random|parmetis]
 //                     [--objective cut|vol] [--seed S] [--order blocks|rcm|none]
 //                     [--order-block ROWS] [--metis-graph FILE]
 //                     [--groups semantic [--groups-per-link K] [--drop-o2o]]
 //                     [--sparsify-features K [--sparsify-sample NODES]]
 //
 // Prints the partition report as a table. Errors: one line "halognn-partition: <message>" on
-// stderr and exit status 1.
+// stderr and exit status 1. `--method parmetis` runs under mpirun on any number of ranks
+// (partition/distributed_partition.hpp); there rank 0 prints the report and the error line.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
 
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 
+#include "comm/mpi_env.hpp"
 #include "core/data/dataset.hpp"
 #include "core/error.hpp"
+#include "partition/distributed_partition.hpp"
 #include "partition/partition.hpp"
 #include "partition/partition_io.hpp"
 #include "launch/tool_main.hpp"
@@ -43,13 +49,13 @@ class Stopwatch {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-void print_report(const Dataset& ds, const PartitionConfig& cfg, const PartitionReport& r,
-                  const Json& manifest, const std::string& out) {
+void print_report(const std::string& name, std::int64_t num_features, const PartitionConfig& cfg,
+                  const PartitionReport& r, const Json& manifest, const std::string& out) {
   std::printf("%s: %s (%lld nodes, %lld edges, %lld features) -> %d part%s, %s", kTool,
-              ds.name.c_str(), static_cast<long long>(r.num_nodes),
-              static_cast<long long>(r.num_edges), static_cast<long long>(ds.num_features()),
+              name.c_str(), static_cast<long long>(r.num_nodes),
+              static_cast<long long>(r.num_edges), static_cast<long long>(num_features),
               r.num_parts, r.num_parts == 1 ? "" : "s", to_string(cfg.method).c_str());
-  if (cfg.method == PartitionConfig::Method::metis && cfg.parts > 1)
+  if (cfg.method != PartitionConfig::Method::random && cfg.parts > 1)
     std::printf("/%s", to_string(cfg.objective).c_str());
   std::printf(", seed %llu, order %s", static_cast<unsigned long long>(cfg.seed),
               to_string(cfg.order.kind).c_str());
@@ -126,6 +132,72 @@ void print_groups(const PartitionReport& r) {
               edges > 0 ? std::sqrt(err2 / static_cast<double>(edges)) : 0.0);
 }
 
+/// The MPI world size and rank the launcher (mpirun, srun) gave this process, from its
+/// environment: {1, 0} when started on its own.
+std::pair<int, int> launcher_world() {
+  for (const auto& [size, rank] : {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
+                                   std::pair{"PMIX_SIZE", "PMIX_RANK"},
+                                   std::pair{"PMI_SIZE", "PMI_RANK"}}) {
+    const char* s = std::getenv(size);
+    const char* r = std::getenv(rank);
+    if (s && r) return {std::atoi(s), std::atoi(r)};
+  }
+  return {1, 0};
+}
+
+/// --method parmetis: every rank partitions its share; rank 0 prints the report, or the error
+/// that every rank agreed on.
+int run_parmetis(int& argc, char**& argv, const PartitionConfig& cfg, const std::string& data,
+                 const std::string& out) {
+  MpiEnv mpi(argc, argv);
+  const Rank rank = mpi.rank(), size = mpi.size();
+  try {
+    Stopwatch clock;
+    // Progress on a terminal only (rank 0): one line, rewritten per step.
+    const bool tty = rank == 0 && isatty(STDERR_FILENO);
+    const DistributedPartitionResult r = distributed_partition(
+        MPI_COMM_WORLD, data, cfg, out, {}, [&](const char* step) {
+          if (tty) std::fprintf(stderr, "\r%s: %-40s", kTool, step);
+        });
+    if (tty) std::fprintf(stderr, "\r%*s\r", 60, "");
+    if (rank != 0) return 0;
+    for (const std::string& l : r.removed_leftovers)
+      std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
+    print_report(r.dataset_name, r.num_features, cfg, r.report, r.manifest, out);
+    std::printf("%6s %12s %12s %8s %8s %8s %8s %8s %12s %12s %12s\n", "rank", "nodes", "edge rows",
+                "read s", "graph s", "part s", "move s", "write s", "read MiB", "sent MiB",
+                "peak RSS MiB");
+    DistributedPartitionStats worst;
+    std::uint64_t sent = 0;
+    for (Rank k = 0; k < size; ++k) {
+      const DistributedPartitionStats& s = r.ranks[k];
+      std::printf("%6d %12lld %12lld %8.2f %8.2f %8.2f %8.2f %8.2f %12.1f %12.1f %12.1f\n", k,
+                  static_cast<long long>(s.node_end - s.node_begin),
+                  static_cast<long long>(s.edge_end - s.edge_begin), s.read_s, s.graph_s,
+                  s.partition_s, s.move_s, s.write_s, s.bytes_read / 1048576.0,
+                  s.bytes_sent / 1048576.0, s.peak_rss_bytes / 1048576.0);
+      worst.read_s = std::max(worst.read_s, s.read_s);
+      worst.graph_s = std::max(worst.graph_s, s.graph_s);
+      worst.partition_s = std::max(worst.partition_s, s.partition_s);
+      worst.move_s = std::max(worst.move_s, s.move_s);
+      worst.write_s = std::max(worst.write_s, s.write_s);
+      worst.peak_rss_bytes = std::max(worst.peak_rss_bytes, s.peak_rss_bytes);
+      sent += s.bytes_sent;
+    }
+    std::printf("time (slowest rank per step): read %.2f s, graph %.2f s, partition %.2f s, move "
+                "%.2f s, build+write %.2f s; total %.2f s on %d ranks; %.1f MiB sent; peak RSS "
+                "%.1f MiB (largest rank)\n",
+                worst.read_s, worst.graph_s, worst.partition_s, worst.move_s, worst.write_s,
+                clock.lap(), size, sent / 1048576.0, worst.peak_rss_bytes / 1048576.0);
+    return 0;
+  } catch (const std::exception& e) {
+    // distributed_partition throws on every rank together (the lowest failing rank's message).
+    if (rank == 0 && isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%*s\r", 60, "");
+    if (rank == 0) std::fprintf(stderr, "%s: %s\n", kTool, e.what());
+    return 1;
+  }
+}
+
 int run(int argc, char** argv) {
   std::string data, out, method = "metis", objective = "cut", order = "blocks", metis_graph,
       groups = "none";
@@ -144,7 +216,9 @@ int run(int argc, char** argv) {
       ("parts", po::value(&parts)->required(), "number of parts = MPI ranks of the job")
       ("out", po::value(&out)->required(),
        "output partition directory (replaced if it is an existing partition directory)")
-      ("method", po::value(&method)->default_value(method), "metis | random")
+      ("method", po::value(&method)->default_value(method),
+       "metis | random | parmetis (PT-Scotch's ParMETIS interface under mpirun: every rank reads "
+       "only its slice of the dataset; docs/partitioning.md)")
       ("objective", po::value(&objective)->default_value(objective),
        "METIS objective: cut (edge cut) | vol (communication volume)")
       ("seed", po::value(&seed)->default_value(seed), "seed of METIS / the random assignment")
@@ -222,6 +296,13 @@ int run(int argc, char** argv) {
                    sparsify_sample);
   cfg.sparsify_k = sparsify_k;
   cfg.sparsify_sample = sparsify_sample;
+  if (cfg.method == PartitionConfig::Method::parmetis) {
+    GNN_CHECK_CONFIG(metis_graph.empty(), "--metis-graph is not supported by --method parmetis "
+                     "(no rank holds the whole graph)");
+    return run_parmetis(argc, argv, cfg, data, out);
+  }
+  GNN_CHECK_CONFIG(launcher_world().first == 1, "--method ", method, " runs on one process, not "
+                   "under mpirun with ", launcher_world().first, " ranks (use --method parmetis)");
 
   Stopwatch clock;
   const Dataset ds = read_dataset(data);
@@ -239,7 +320,7 @@ int run(int argc, char** argv) {
   for (const std::string& l : leftovers)
     std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
 
-  print_report(ds, cfg, report, manifest, out);
+  print_report(ds.name, ds.num_features(), cfg, report, manifest, out);
   if (cfg.semantic_groups) print_groups(report);
   std::printf("time: read %.2f s, graph %.2f s, partition %.2f s, build+write %.2f s "
               "(of which semantic grouping %.2f s), total %.2f s\n",
@@ -251,5 +332,14 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun every rank parses the same options: rank 0 alone reports an error that comes
+  // before MPI starts.
+  if (launcher_world().second != 0) {
+    try {
+      return run(argc, argv);
+    } catch (const std::exception&) {
+      return 1;
+    }
+  }
   return halognn::run_tool(kTool, [&] { return run(argc, argv); });
 }

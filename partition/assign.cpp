@@ -14,7 +14,12 @@ namespace halognn {
 static_assert(sizeof(idx_t) == 4, "halognn expects METIS built with IDXTYPEWIDTH=32");
 
 std::string to_string(PartitionConfig::Method m) {
-  return m == PartitionConfig::Method::metis ? "metis" : "random";
+  switch (m) {
+    case PartitionConfig::Method::metis: return "metis";
+    case PartitionConfig::Method::random: return "random";
+    case PartitionConfig::Method::parmetis: return "parmetis";
+  }
+  return "?";
 }
 
 std::string to_string(PartitionConfig::Objective o) {
@@ -24,7 +29,8 @@ std::string to_string(PartitionConfig::Objective o) {
 PartitionConfig::Method parse_partition_method(const std::string& s) {
   if (s == "metis") return PartitionConfig::Method::metis;
   if (s == "random") return PartitionConfig::Method::random;
-  throw ConfigError("unknown partition method '" + s + "' (expected metis or random)");
+  if (s == "parmetis") return PartitionConfig::Method::parmetis;
+  throw ConfigError("unknown partition method '" + s + "' (expected metis, random or parmetis)");
 }
 
 PartitionConfig::Objective parse_partition_objective(const std::string& s) {
@@ -102,6 +108,8 @@ std::vector<Rank> assign_parts(const GlobalGraph& g, const PartitionConfig& cfg)
   GNN_CHECK_CONFIG(cfg.parts >= 1, "--parts must be at least 1 (got ", cfg.parts, ")");
   GNN_CHECK_CONFIG(cfg.parts <= g.num_nodes, "cannot split ", g.num_nodes, " vertices into ",
                    cfg.parts, " parts");
+  GNN_CHECK_CONFIG(cfg.method != PartitionConfig::Method::parmetis,
+                   "--method parmetis partitions on MPI ranks (distributed_partition), not here");
   if (cfg.parts == 1) return std::vector<Rank>(static_cast<std::size_t>(g.num_nodes), 0);
   if (cfg.method == PartitionConfig::Method::random) return assign_random(g, cfg);
   return assign_metis(g, cfg);

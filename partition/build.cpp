@@ -4,8 +4,8 @@
 // neighbour in p; the same list, in ascending global id, is what q sends p. One pass over the
 // vertices in ascending id therefore yields every halo group already sorted, and the send plans
 // are the halo groups read from the other side. No per-part N-sized array is ever built.
-// Owned vertices are numbered in each part's locality order (LocalOrder); the send plans still
-// list their rows in ascending global id, the order the receiver's halo rows have.
+// The plan serves the report; each part itself is built by build_part (build_part.hpp) from its
+// owned vertices' neighbour lists, the code the distributed partitioner uses too.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include "core/error.hpp"
+#include "partition/build_part.hpp"
 #include "partition/partition.hpp"
 
 namespace halognn {
@@ -32,20 +33,21 @@ struct HaloGroup {
 /// Everything shared by all parts: O(N) index arrays plus the halo lists.
 class PartitionPlan {
  public:
-  PartitionPlan(const GlobalGraph& g, const std::vector<Rank>& parts, Rank num_parts,
-                const LocalOrder& order = LocalOrder{.kind = LocalOrder::Kind::none})
+  PartitionPlan(const GlobalGraph& g, const std::vector<Rank>& parts, Rank num_parts)
       : g_(g), parts_(parts), k_(num_parts) {
     GNN_ASSERT(num_parts >= 1, "num_parts must be positive");
     GNN_ASSERT(static_cast<GlobalId>(parts.size()) == g.num_nodes,
                "assignment has ", parts.size(), " entries for ", g.num_nodes, " vertices");
     build_owned();
-    if (order.kind != LocalOrder::Kind::none)
-      for (Rank p = 0; p < k_; ++p) reorder_owned(p, order);
     build_halo();
   }
 
   Rank num_parts() const { return k_; }
   GlobalId num_owned(Rank p) const { return owned_begin_[p + 1] - owned_begin_[p]; }
+  /// p's owned vertices, ascending.
+  std::span<const GlobalId> owned(Rank p) const {
+    return {owned_order_.data() + owned_begin_[p], static_cast<std::size_t>(num_owned(p))};
+  }
   std::int64_t num_halo(Rank p) const { return halo_begin_[p + 1] - halo_begin_[p]; }
   std::int64_t edge_cut() const { return edge_cut_; }
   GlobalId boundary(Rank p) const { return boundary_[p]; }
@@ -62,22 +64,16 @@ class PartitionPlan {
     return out;
   }
 
-  /// Builds part p (rank p's view), copying its rows of `ds`. Not thread-safe: parts are built
-  /// one at a time.
-  LocalPartition build(const Dataset& ds, const std::vector<std::uint8_t>& split, Rank p) const;
 
  private:
   void build_owned();
-  /// Renumbers part p's owned vertices in the locality order of their own subgraph.
-  void reorder_owned(Rank p, const LocalOrder& order);
   void build_halo();
 
   const GlobalGraph& g_;
   const std::vector<Rank>& parts_;
   Rank k_;
   std::vector<GlobalId> owned_begin_;   // K+1 offsets into owned_order_
-  std::vector<GlobalId> owned_order_;   // vertices by (part, local id)
-  std::vector<LocalId> owned_local_;    // N: local id of each vertex in its own part
+  std::vector<GlobalId> owned_order_;   // vertices by part, ascending within a part
   std::vector<std::int64_t> halo_begin_;  // K+1 offsets into halo_gids_
   std::vector<GlobalId> halo_gids_;     // per part, grouped by owner, ascending id
   std::vector<HaloGroup> groups_;       // all groups, ordered by (part, owner)
@@ -86,7 +82,6 @@ class PartitionPlan {
   std::vector<std::int64_t> sends_begin_;  // K+1 offsets into send_groups_
   std::vector<GlobalId> boundary_;
   std::int64_t edge_cut_ = 0;
-  mutable std::vector<LocalId> halo_local_;  // N: scratch for build(), see there
 };
 
 void PartitionPlan::build_owned() {
@@ -102,43 +97,8 @@ void PartitionPlan::build_owned() {
     GNN_CHECK_CONFIG(num_owned(p) <= std::numeric_limits<LocalId>::max(), "part ", p, " owns ",
                      num_owned(p), " vertices, more than 32-bit local ids allow; use more parts");
   owned_order_.resize(static_cast<std::size_t>(n));
-  owned_local_.resize(static_cast<std::size_t>(n));
   std::vector<GlobalId> fill(owned_begin_.begin(), owned_begin_.end() - 1);
-  for (GlobalId v = 0; v < n; ++v) {
-    const Rank p = parts_[v];
-    owned_local_[v] = static_cast<LocalId>(fill[p] - owned_begin_[p]);
-    owned_order_[fill[p]++] = v;
-  }
-}
-
-void PartitionPlan::reorder_owned(Rank p, const LocalOrder& order) {
-  const std::int64_t n = num_owned(p);
-  GlobalId* ids = owned_order_.data() + owned_begin_[p];
-  // The part's own subgraph in its current local ids (ascending global id): edges between two
-  // vertices of p, each row's columns ascending.
-  std::vector<std::int64_t> row_ptr(static_cast<std::size_t>(n) + 1, 0);
-#pragma omp parallel for schedule(dynamic, 1024)
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t c = 0;
-    for (EdgeOffset e = g_.row_ptr[ids[i]]; e < g_.row_ptr[ids[i] + 1]; ++e)
-      c += parts_[g_.col[e]] == p;
-    row_ptr[i + 1] = c;
-  }
-  std::partial_sum(row_ptr.begin(), row_ptr.end(), row_ptr.begin());
-  std::vector<std::int32_t> col(static_cast<std::size_t>(row_ptr[n]));
-#pragma omp parallel for schedule(dynamic, 1024)
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t k = row_ptr[i];
-    for (EdgeOffset e = g_.row_ptr[ids[i]]; e < g_.row_ptr[ids[i] + 1]; ++e)
-      if (parts_[g_.col[e]] == p) col[k++] = owned_local_[g_.col[e]];
-  }
-  const std::vector<std::int32_t> perm = locality_order(n, row_ptr, col, order);
-  std::vector<GlobalId> renumbered(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) renumbered[i] = ids[perm[i]];
-  for (std::int64_t i = 0; i < n; ++i) {
-    ids[i] = renumbered[i];
-    owned_local_[renumbered[i]] = static_cast<LocalId>(i);
-  }
+  for (GlobalId v = 0; v < n; ++v) owned_order_[fill[parts_[v]]++] = v;
 }
 
 void PartitionPlan::build_halo() {
@@ -245,106 +205,70 @@ void PartitionPlan::build_halo() {
     send_groups_[fill[groups_[i].owner]++] = static_cast<std::int64_t>(i);
 }
 
-LocalPartition PartitionPlan::build(const Dataset& ds, const std::vector<std::uint8_t>& split,
-                                    Rank p) const {
-  LocalPartition lp;
-  lp.rank = p;
-  lp.num_parts = k_;
-  lp.global_num_nodes = g_.num_nodes;
-  lp.global_num_directed_edges = g_.num_directed_edges();
-  const LocalId owned = static_cast<LocalId>(num_owned(p));
-  const LocalId halo = static_cast<LocalId>(num_halo(p));
-  lp.num_owned = owned;
-  lp.num_halo = halo;
-  const GlobalId* own_ids = owned_order_.data() + owned_begin_[p];
-  const GlobalId* halo_ids = halo_gids_.data() + halo_begin_[p];
-  lp.global_ids.resize(static_cast<std::size_t>(owned) + halo);
-  std::copy_n(own_ids, owned, lp.global_ids.begin());
-  std::copy_n(halo_ids, halo, lp.global_ids.begin() + owned);
-  lp.global_degree.resize(lp.global_ids.size());
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(lp.global_ids.size()); ++i)
-    lp.global_degree[i] = g_.degree(lp.global_ids[i]);
-
-  // Local adjacency. Every neighbour of an owned vertex is owned or halo, so row i has exactly
-  // degree(v) entries. Halo columns come from one N-sized scratch array shared by all parts
-  // (parts are built one after another): it holds p's halo local ids while p is built, and only
-  // entries of p's halo are read, so it never needs clearing.
-  const auto groups = groups_of(p);
-  if (halo_local_.size() != static_cast<std::size_t>(g_.num_nodes))
-    halo_local_.assign(static_cast<std::size_t>(g_.num_nodes), -1);
-#pragma omp parallel for schedule(static)
-  for (LocalId h = 0; h < halo; ++h) halo_local_[halo_ids[h]] = owned + h;
-  std::vector<std::int64_t> row_len(static_cast<std::size_t>(owned) + 1, 0);
-  for (LocalId i = 0; i < owned; ++i) row_len[i + 1] = row_len[i] + g_.degree(own_ids[i]);
-  GNN_CHECK_CONFIG(row_len[owned] <= std::numeric_limits<std::int32_t>::max(), "part ", p,
-                   " has ", row_len[owned],
-                   " local adjacency entries, more than 32-bit offsets allow; use more parts");
-  lp.row_ptr.assign(row_len.begin(), row_len.end());
-  lp.col.resize(static_cast<std::size_t>(row_len[owned]));
-#pragma omp parallel for schedule(dynamic, 256)
-  for (LocalId i = 0; i < owned; ++i) {
-    const GlobalId v = own_ids[i];
-    LocalId* out = lp.col.data() + lp.row_ptr[i];
-    std::int64_t k = 0;
-    for (EdgeOffset e = g_.row_ptr[v]; e < g_.row_ptr[v + 1]; ++e) {
-      const GlobalId u = g_.col[e];
-      out[k++] = parts_[u] == p ? owned_local_[u] : halo_local_[u];
+/// Part p of the whole dataset, through build_part: its owned vertices' rows of `g`, the parts of
+/// their neighbours, and a fill that copies their rows of `ds`.
+LocalPartition build_serial_part(const Dataset& ds, const GlobalGraph& g,
+                                 const std::vector<Rank>& parts, const PartitionPlan& plan,
+                                 const std::vector<std::uint8_t>& split, Rank p,
+                                 const LocalOrder& order) {
+  OwnedRows rows;
+  rows.part = p;
+  rows.num_parts = plan.num_parts();
+  rows.global_num_nodes = g.num_nodes;
+  rows.global_num_directed_edges = g.num_directed_edges();
+  const std::span<const GlobalId> own = plan.owned(p);
+  rows.gids.assign(own.begin(), own.end());
+  const std::int64_t n = static_cast<std::int64_t>(own.size());
+  rows.row_ptr.assign(static_cast<std::size_t>(n) + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) rows.row_ptr[i + 1] = rows.row_ptr[i] + g.degree(own[i]);
+  rows.col.resize(static_cast<std::size_t>(rows.row_ptr[n]));
+  rows.col_part.resize(rows.col.size());
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (std::int64_t i = 0; i < n; ++i) {
+    EdgeOffset k = rows.row_ptr[i];
+    for (EdgeOffset e = g.row_ptr[own[i]]; e < g.row_ptr[own[i] + 1]; ++e, ++k) {
+      rows.col[k] = g.col[e];
+      rows.col_part[k] = parts[g.col[e]];
     }
-    std::sort(out, out + k);
   }
-
-  for (const HaloGroup& grp : groups) {
-    PeerRows pr;
-    pr.peer = grp.owner;
-    pr.rows.resize(static_cast<std::size_t>(grp.end - grp.begin));
-    for (std::int64_t i = grp.begin; i < grp.end; ++i)
-      pr.rows[i - grp.begin] = static_cast<LocalId>(owned + (i - halo_begin_[p]));
-    lp.recv.push_back(std::move(pr));
-  }
-  for (const HaloGroup* grp : sends_of(p)) {
-    PeerRows pr;
-    pr.peer = grp->part;
-    pr.rows.resize(static_cast<std::size_t>(grp->end - grp->begin));
-    for (std::int64_t i = grp->begin; i < grp->end; ++i)
-      pr.rows[i - grp->begin] = owned_local_[halo_gids_[i]];
-    lp.send.push_back(std::move(pr));
-  }
-
-  const std::int64_t f = ds.features.cols();
-  lp.features = Matrix(owned, f);
-  if (f > 0) {
-    const float* src = ds.features.data();
-    float* dst = lp.features.data();
+  const auto fill = [&](std::span<const GlobalId> owned_ids, LocalPartition& lp) {
+    const LocalId owned = static_cast<LocalId>(owned_ids.size());
+    const GlobalId* own_ids = owned_ids.data();
+    const std::int64_t f = ds.features.cols();
+    lp.features = Matrix(owned, f);
+    if (f > 0) {
+      const float* src = ds.features.data();
+      float* dst = lp.features.data();
 #pragma omp parallel for schedule(static)
-    for (LocalId i = 0; i < owned; ++i)
-      std::memcpy(dst + static_cast<std::int64_t>(i) * f, src + own_ids[i] * f,
-                  static_cast<std::size_t>(f) * sizeof(float));
-  }
-  lp.num_classes = ds.num_classes;
-  lp.multilabel = ds.multilabel;
-  if (ds.multilabel) {
-    const std::int64_t c = ds.num_classes;
-    lp.label_matrix.resize(static_cast<std::size_t>(owned) * c);
-    for (LocalId i = 0; i < owned; ++i)
-      std::copy_n(ds.label_matrix.begin() + own_ids[i] * c, c, lp.label_matrix.begin() + i * c);
-  } else {
-    lp.labels.resize(static_cast<std::size_t>(owned));
-    for (LocalId i = 0; i < owned; ++i) lp.labels[i] = ds.labels[own_ids[i]];
-  }
-  lp.train_mask.resize(static_cast<std::size_t>(owned));
-  lp.val_mask.resize(static_cast<std::size_t>(owned));
-  lp.test_mask.resize(static_cast<std::size_t>(owned));
-  for (LocalId i = 0; i < owned; ++i) {
-    const std::uint8_t s = split[own_ids[i]];
-    lp.train_mask[i] = s == 1;
-    lp.val_mask[i] = s == 2;
-    lp.test_mask[i] = s == 3;
-  }
-  lp.global_train = static_cast<std::int64_t>(ds.train_idx.size());
-  lp.global_val = static_cast<std::int64_t>(ds.val_idx.size());
-  lp.global_test = static_cast<std::int64_t>(ds.test_idx.size());
-  return lp;
+      for (LocalId i = 0; i < owned; ++i)
+        std::memcpy(dst + static_cast<std::int64_t>(i) * f, src + own_ids[i] * f,
+                    static_cast<std::size_t>(f) * sizeof(float));
+    }
+    lp.num_classes = ds.num_classes;
+    lp.multilabel = ds.multilabel;
+    if (ds.multilabel) {
+      const std::int64_t c = ds.num_classes;
+      lp.label_matrix.resize(static_cast<std::size_t>(owned) * c);
+      for (LocalId i = 0; i < owned; ++i)
+        std::copy_n(ds.label_matrix.begin() + own_ids[i] * c, c, lp.label_matrix.begin() + i * c);
+    } else {
+      lp.labels.resize(static_cast<std::size_t>(owned));
+      for (LocalId i = 0; i < owned; ++i) lp.labels[i] = ds.labels[own_ids[i]];
+    }
+    lp.train_mask.resize(static_cast<std::size_t>(owned));
+    lp.val_mask.resize(static_cast<std::size_t>(owned));
+    lp.test_mask.resize(static_cast<std::size_t>(owned));
+    for (LocalId i = 0; i < owned; ++i) {
+      const std::uint8_t s = split[own_ids[i]];
+      lp.train_mask[i] = s == 1;
+      lp.val_mask[i] = s == 2;
+      lp.test_mask[i] = s == 3;
+    }
+    lp.global_train = static_cast<std::int64_t>(ds.train_idx.size());
+    lp.global_val = static_cast<std::int64_t>(ds.val_idx.size());
+    lp.global_test = static_cast<std::int64_t>(ds.test_idx.size());
+  };
+  return build_part(rows, [&](GlobalId u) { return g.degree(u); }, order, fill);
 }
 
 PartitionReport report_of(const GlobalGraph& g, const PartitionPlan& plan) {
@@ -431,13 +355,14 @@ void for_each_local_partition(const Dataset& ds, const GlobalGraph& g,
                                  ds.num_nodes * ds.num_classes
                            : static_cast<GlobalId>(ds.labels.size()) == ds.num_nodes,
              "label array size does not match num_nodes");
-  const PartitionPlan plan(g, parts, num_parts, order);
+  const PartitionPlan plan(g, parts, num_parts);
   if (report) {
     *report = report_of(g, plan);
     fill_local_edges(g, parts, *report);
   }
   const std::vector<std::uint8_t> split = split_codes(ds);
-  for (Rank p = 0; p < num_parts; ++p) sink(plan.build(ds, split, p));
+  for (Rank p = 0; p < num_parts; ++p)
+    sink(build_serial_part(ds, g, parts, plan, split, p, order));
 }
 
 std::vector<LocalPartition> build_local_partitions(const Dataset& ds, const GlobalGraph& g,

@@ -45,7 +45,9 @@ std::vector<std::int32_t> locality_order(std::int64_t n, const std::vector<std::
 
 /// How to split the graph.
 struct PartitionConfig {
-  enum class Method { metis, random };
+  /// parmetis: PT-Scotch's ParMETIS interface on K MPI ranks (distributed_partition.hpp); the
+  /// serial assign_parts refuses it.
+  enum class Method { metis, random, parmetis };
   enum class Objective { cut, vol };
 
   int parts = 1;                        ///< number of parts K (= MPI ranks of the training job)
@@ -63,11 +65,11 @@ struct PartitionConfig {
   std::int64_t sparsify_sample = 100000;
 };
 
-/// "metis" / "random".
+/// "metis" / "random" / "parmetis".
 std::string to_string(PartitionConfig::Method m);
 /// "cut" / "vol".
 std::string to_string(PartitionConfig::Objective o);
-/// Parses "metis" / "random"; throws ConfigError otherwise.
+/// Parses "metis" / "random" / "parmetis"; throws ConfigError otherwise.
 PartitionConfig::Method parse_partition_method(const std::string& s);
 /// Parses "cut" / "vol"; throws ConfigError otherwise.
 PartitionConfig::Objective parse_partition_objective(const std::string& s);

@@ -325,17 +325,6 @@ std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t n) {
   return h;
 }
 
-bool is_partition_dir(const fs::path& dir) {
-  const fs::path m = dir / "manifest.json";
-  if (!fs::is_regular_file(m)) return false;
-  try {
-    const Json j = read_json_file(m.string());
-    return j.is_object() && j.contains("format") && j["format"] == kPartitionFormatName;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 std::string strip_trailing_slashes(std::string s) {
   while (s.size() > 1 && s.back() == '/') s.pop_back();
   return s;
@@ -460,6 +449,17 @@ void read_groups_file(const std::string& path, std::uint64_t bytes, std::uint32_
 
 }  // namespace
 
+bool is_partition_dir(const fs::path& dir) {
+  const fs::path m = dir / "manifest.json";
+  if (!fs::is_regular_file(m)) return false;
+  try {
+    const Json j = read_json_file(m.string());
+    return j.is_object() && j.contains("format") && j["format"] == kPartitionFormatName;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 std::string partition_file_name(Rank rank) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "part-%05d.bin", rank);
@@ -487,17 +487,24 @@ std::string format_run_id(std::uint64_t id) {
 std::string dataset_fingerprint(const Dataset& ds) {
   // Hashes the graph, the feature shape and the labels: what decides the partition's content
   // apart from the feature values (hashing those would cost a pass over gigabytes).
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  // (num_nodes, num_features) in the place of the dense matrix's shape, which it equals, so a
-  // sparsified copy of a dataset has the fingerprint of its original.
-  const std::int64_t shape[4] = {ds.num_nodes, ds.num_nodes, ds.num_features(), ds.num_classes};
-  h = fnv1a(h, shape, sizeof shape);
   std::uint32_t crc = static_cast<std::uint32_t>(::crc32(0, nullptr, 0));
   crc = crc_update(crc, ds.edge_src.data(), ds.edge_src.size() * sizeof(GlobalId));
   crc = crc_update(crc, ds.edge_dst.data(), ds.edge_dst.size() * sizeof(GlobalId));
   crc = crc_update(crc, ds.labels.data(), ds.labels.size() * sizeof(std::int32_t));
   crc = crc_update(crc, ds.label_matrix.data(), ds.label_matrix.size());
-  const std::uint64_t counts[2] = {ds.edge_src.size(), crc};
+  // The feature count, not the dense matrix's shape, so that a sparsified copy of a dataset has
+  // the fingerprint of its original.
+  return dataset_fingerprint(ds.num_nodes, ds.num_features(), ds.num_classes,
+                             static_cast<std::int64_t>(ds.edge_src.size()), crc);
+}
+
+std::string dataset_fingerprint(GlobalId num_nodes, std::int64_t num_features,
+                                std::int32_t num_classes, std::int64_t num_edges,
+                                std::uint32_t data_crc) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const std::int64_t shape[4] = {num_nodes, num_nodes, num_features, num_classes};
+  h = fnv1a(h, shape, sizeof shape);
+  const std::uint64_t counts[2] = {static_cast<std::uint64_t>(num_edges), data_crc};
   h = fnv1a(h, counts, sizeof counts);
   char buf[24];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));

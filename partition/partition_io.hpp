@@ -4,6 +4,7 @@
 /// rank (part-00000.bin, ...). Rank r reads only the manifest and its own file; every file carries
 /// a CRC32 that the reader checks, and the manifest records each file's size and CRC32.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,17 @@ std::string partition_file_name(Rank rank);
 /// A short hex hash of the dataset's identity: node count, edge arrays, feature shape, classes
 /// and labels. Two datasets with the same fingerprint give the same partitions.
 std::string dataset_fingerprint(const Dataset& ds);
+
+/// The same fingerprint from the sizes and `data_crc`, the zlib CRC32 of the edge sources (int64),
+/// then the destinations (int64), then the labels (int32) or the label matrix: for a caller that
+/// never holds the whole dataset and combines the CRCs of slices (crc32_combine).
+std::string dataset_fingerprint(GlobalId num_nodes, std::int64_t num_features,
+                                std::int32_t num_classes, std::int64_t num_edges,
+                                std::uint32_t data_crc);
+
+/// Whether `dir` holds a halognn partition (a manifest of this format): such a directory may be
+/// replaced by a new partition run.
+bool is_partition_dir(const std::filesystem::path& dir);
 
 /// A fresh id for one halognn-partition run: a hash of the clock, the process and the host, so
 /// two runs (even of the same data and options) get different ids. Not a modelling choice: it

@@ -379,6 +379,7 @@ NpyRowReader::NpyRowReader(const std::string& path) : path_(path) {
       per_row *= dim;
     }
     row_elements_ = static_cast<std::int64_t>(per_row);
+    bytes_read_ = data_offset_;
   } catch (...) {
     ::close(fd_);
     throw;
@@ -410,6 +411,7 @@ void NpyRowReader::read_rows(std::int64_t first, std::int64_t n, std::byte* out)
   const std::uint64_t item = header_.item_size;
   const auto per_row = static_cast<std::uint64_t>(row_elements());
   if (n == 0 || per_row == 0) return;
+  bytes_read_ += static_cast<std::uint64_t>(n) * per_row * item;
   if (!header_.fortran_order || header_.shape.size() < 2) {
     read_at(data_offset_ + static_cast<std::uint64_t>(first) * per_row * item,
             static_cast<std::size_t>(static_cast<std::uint64_t>(n) * per_row * item), out);
@@ -428,6 +430,19 @@ void NpyRowReader::read_rows(std::int64_t first, std::int64_t n, std::byte* out)
       std::memcpy(out + (static_cast<std::uint64_t>(i) * per_row + j) * item,
                   column.data() + static_cast<std::uint64_t>(i) * item, item);
   }
+}
+
+NpyArray NpyRowReader::read_rows(std::int64_t first, std::int64_t n) {
+  if (header_.shape.empty()) throw InputError(path_, "a 0-d array has no rows to read");
+  NpyArray a;
+  a.type = header_.type;
+  a.item_size = header_.item_size;
+  a.shape = header_.shape;
+  a.shape[0] = n;
+  a.data.resize(static_cast<std::size_t>(static_cast<std::uint64_t>(n) *
+                                         static_cast<std::uint64_t>(row_elements()) * a.item_size));
+  read_rows(first, n, a.data.data());
+  return a;
 }
 
 std::vector<std::int64_t> npy_to_int64(const NpyArray& a, const std::string& origin) {

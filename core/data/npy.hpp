@@ -68,6 +68,13 @@ class NpyRowReader {
   /// file changed underneath), Fortran order beyond 2-D.
   void read_rows(std::int64_t first, std::int64_t n, std::byte* out);
 
+  /// Rows [first, first + n) as an array of shape (n, shape[1:]...) in C order (a 0-d array is
+  /// refused naming the file).
+  NpyArray read_rows(std::int64_t first, std::int64_t n);
+  /// Bytes read from the file: its header once, then every row read (a caller shows with it that
+  /// it read only its slice).
+  std::uint64_t bytes_read() const { return bytes_read_; }
+
  private:
   void read_at(std::uint64_t offset, std::size_t bytes, std::byte* out) const;
 
@@ -76,6 +83,7 @@ class NpyRowReader {
   NpyArray header_;
   std::uint64_t data_offset_ = 0;
   std::int64_t row_elements_ = 1;
+  std::uint64_t bytes_read_ = 0;
 };
 
 /// Integer (or bool) elements as int64 in C order. Throws InputError(origin, ...) for float,

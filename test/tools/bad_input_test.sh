@@ -273,6 +273,19 @@ cp -r "$work/ds" "$work/ds_dir"
 rm "$work/ds_dir/features.npy" && mkdir "$work/ds_dir/features.npy"
 expect_error "partition: a .npy path that is a directory" "features.npy: is a directory, not a file" \
   "$bin/halognn-partition" --data "$work/ds_dir" --parts 2 --out "$work/px"
+# --method parmetis under mpirun: every rank exits non-zero, rank 0 alone prints the line.
+expect_error "partition parmetis: truncated features (2 ranks)" "features.npy" \
+  "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds_bad" --parts 3 --out "$work/px" --method parmetis
+expect_error "partition parmetis: a .npy path that is a directory (2 ranks)" "features.npy: is a directory" \
+  "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds_dir" --parts 2 --out "$work/px" --method parmetis
+expect_error "partition parmetis: semantic groups refused (2 ranks)" "--groups semantic is not supported" \
+  "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --method parmetis --groups semantic
+expect_error "partition parmetis: an unknown option (2 ranks)" "unrecognised option\\|unrecognized option" \
+  "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --method parmetis --frobnicate
+expect_error "partition: metis under mpirun refused (2 ranks)" "use --method parmetis" \
+  "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px"
+expect_ok "partition parmetis: 2 ranks, 3 parts" "edge cut" \
+  "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 3 --out "$work/pp3" --method parmetis
 expect_error "data: unknown command" "frobnicate" "$bin/halognn-data" frobnicate
 expect_error "data: absurd generator knob" "--class-overlap" \
   "$bin/halognn-data" generate --out "$work/gx" --nodes 100 --edges 300 --class-overlap 2
