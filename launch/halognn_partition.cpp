@@ -49,8 +49,10 @@ class Stopwatch {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-void print_report(const std::string& name, std::int64_t num_features, const PartitionConfig& cfg,
-                  const PartitionReport& r, const Json& manifest, const std::string& out) {
+/// `stored_sparsified`: the dataset itself holds sparsified features (halognn-data sparsify).
+void print_report(const std::string& name, std::int64_t num_features, bool stored_sparsified,
+                  const PartitionConfig& cfg, const PartitionReport& r, const Json& manifest,
+                  const std::string& out) {
   std::printf("%s: %s (%lld nodes, %lld edges, %lld features) -> %d part%s, %s", kTool,
               name.c_str(), static_cast<long long>(r.num_nodes),
               static_cast<long long>(r.num_edges), static_cast<long long>(num_features),
@@ -85,7 +87,7 @@ void print_report(const std::string& name, std::int64_t num_features, const Part
     const Json& f = manifest.at("features");
     std::printf("features sparsified%s: k = %d (%lld positions per row, ratio %.1f), codebook from "
                 "%lld sampled nodes; feature bytes %.1f MiB dense -> %.2f MiB stored (%.1fx)\n",
-                ds.sparsified() ? " (as stored in the dataset)" : "",
+                stored_sparsified ? " (as stored in the dataset)" : "",
                 f.at("sparsify_k").get<int>(),
                 static_cast<long long>(f.at("slots_per_row").get<std::int64_t>()),
                 f.at("ratio").get<double>(),
@@ -163,7 +165,8 @@ int run_parmetis(int& argc, char**& argv, const PartitionConfig& cfg, const std:
     if (rank != 0) return 0;
     for (const std::string& l : r.removed_leftovers)
       std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
-    print_report(r.dataset_name, r.num_features, cfg, r.report, r.manifest, out);
+    // The distributed partitioner refuses sparsified datasets (distributed_partition.cpp).
+    print_report(r.dataset_name, r.num_features, false, cfg, r.report, r.manifest, out);
     std::printf("%6s %12s %12s %8s %8s %8s %8s %8s %12s %12s %12s\n", "rank", "nodes", "edge rows",
                 "read s", "graph s", "part s", "move s", "write s", "read MiB", "sent MiB",
                 "peak RSS MiB");
@@ -320,7 +323,7 @@ int run(int argc, char** argv) {
   for (const std::string& l : leftovers)
     std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
 
-  print_report(ds.name, ds.num_features(), cfg, report, manifest, out);
+  print_report(ds.name, ds.num_features(), ds.sparsified(), cfg, report, manifest, out);
   if (cfg.semantic_groups) print_groups(report);
   std::printf("time: read %.2f s, graph %.2f s, partition %.2f s, build+write %.2f s "
               "(of which semantic grouping %.2f s), total %.2f s\n",
