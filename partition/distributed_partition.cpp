@@ -306,6 +306,10 @@ std::vector<Rank> assign_scotch(MPI_Comm comm, const std::vector<EdgeOffset>& ro
   step(SCOTCH_dgraphBuild(&graph, 0, n, n, vertloc, vertloc + 1, nullptr, nullptr, edges, edges,
                           edgeloc, nullptr, nullptr),
        "SCOTCH_dgraphBuild");
+  // One Scotch thread per rank: with more, PT-Scotch's folding calls MPI from several threads at
+  // once, which MPI initialised without MPI_THREAD_MULTIPLE does not allow (a crash inside
+  // SCOTCH_dgraphFold2 at 4 ranks).
+  step(SCOTCH_contextThreadSpawn(&context, 1, nullptr), "SCOTCH_contextThreadSpawn");
   step(SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMDETERMINISTIC, 1),
        "SCOTCH_contextOptionSetNum (deterministic)");
   step(SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1),
