@@ -18,6 +18,13 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+/// The clock of codec work on a GPU: it starts once the work queued before it (the layer's
+/// compute) has finished, so that codec_seconds() does not absorb the compute it waits for.
+Clock::time_point codec_clock(const Device& dev) {
+  if (!dev.is_host()) dev.synchronize();
+  return Clock::now();
+}
+
 /// Grows `buf` to at least `n` elements on `dev` (contents are not kept).
 template <typename T>
 void ensure(Buffer<T>& buf, std::size_t n, const DevicePtr& dev) {
@@ -147,9 +154,9 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
              ": destination has ", dst.rows, " rows, the plan expects ", in.matrix_rows());
   GNN_ASSERT(src.cols == dst.cols, "source has ", src.cols, " columns, destination ", dst.cols);
 
-  const auto t0 = Clock::now();
   const DevicePtr& dev_ptr = plan.device();
   const Device& dev = *dev_ptr;
+  const auto t0 = codec_clock(dev);
   const std::int64_t cols = src.cols;
   std::shared_ptr<const Codec> codec = codec_ptr(layer, dir);
   std::shared_ptr<Workspace> ws = workspace(layer, dir);
@@ -237,8 +244,8 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   // slots). The plan is copied (it shares its arrays) so the request does not depend on `plan`.
   auto complete = [this, plan_copy = plan, ws, codec, base_ctx, recv_size, recv_off, dst, cols,
                    accumulate, dev_ptr, stage]() {
-    const auto t1 = Clock::now();
     const Device& d = *dev_ptr;
+    const auto t1 = codec_clock(d);
     const SlotMap& side = plan_copy.recv();
     const std::size_t n = side.num_peers();
     if (stage && recv_off[n] > 0)
@@ -291,9 +298,9 @@ Request HaloExchange::start_selected(Direction dir, int layer, std::int64_t epoc
   GNN_ASSERT(selected.size() == out.num_peers(), "selection lists ", selected.size(),
              " peers, the plan sends to ", out.num_peers());
 
-  const auto t0 = Clock::now();
   const DevicePtr& dev_ptr = plan.device();
   const Device& dev = *dev_ptr;
+  const auto t0 = codec_clock(dev);
   const std::int64_t cols = src.cols;
   std::shared_ptr<const Codec> codec = codec_ptr(layer, dir);
 
@@ -389,8 +396,8 @@ Request HaloExchange::start_selected(Direction dir, int layer, std::int64_t epoc
 
   auto complete = [this, plan_copy = plan, outgoing, incoming, codec, base_ctx, slots, cols,
                    received, dev_ptr, msg_dev, layer, dir]() {
-    const auto t1 = Clock::now();
     const Device& d = *dev_ptr;
+    const auto t1 = codec_clock(d);
     const SlotMap& side = plan_copy.recv();
     if (received) received->assign(side.num_peers(), {});
     for (std::size_t k = 0; k < side.num_peers(); ++k) {

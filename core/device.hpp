@@ -29,6 +29,9 @@ class Device {
   virtual void memset_zero(void* dst, std::size_t bytes) const = 0;
   /// Waits for all work queued on this device.
   virtual void synchronize() const = 0;
+  /// The most bytes this process has had allocated on the device at once (the allocator's
+  /// high-water mark); 0 where the device does not track it (the CPU: see the peak RSS).
+  virtual std::size_t peak_allocated_bytes() const { return 0; }
   bool is_host() const noexcept { return kind() == DeviceKind::cpu; }
 };
 

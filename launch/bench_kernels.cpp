@@ -44,6 +44,8 @@
 #include "core/kernels/kernels.hpp"
 #include "core/rng.hpp"
 #ifndef HALOGNN_BENCH_BASELINE
+#include "compress/codec.hpp"
+#include "compress/codec_plan.hpp"
 #include "core/kernels/cpu_isa.hpp"
 #include "partition/partition.hpp"
 #endif
@@ -229,6 +231,15 @@ Transposed transpose(const CsrMatrix& a) {
   return {CsrMatrix(v.cols, v.rows, ptr, col, {}), std::move(t_to_a)};
 }
 
+#ifndef HALOGNN_BENCH_BASELINE
+std::string seconds_text(std::chrono::steady_clock::time_point t0) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return buf;
+}
+#endif
+
 std::string machine_line() {
   std::string cpu = "unknown CPU";
   std::ifstream in("/proc/cpuinfo");
@@ -285,11 +296,196 @@ std::string dims(std::int64_t a, std::int64_t b) {
   return std::to_string(a) + "x" + std::to_string(b);
 }
 
+
+#ifndef HALOGNN_BENCH_BASELINE
+// ---- the GPU table ------------------------------------------------------------------------------
+
+/// Median seconds of `reps` runs of f on `dev` after one warm-up, the device drained before and
+/// after each run (host clock: every run here takes a millisecond or more).
+template <typename F>
+double gpu_median_seconds(const Device& dev, int reps, F&& f) {
+  f();
+  dev.synchronize();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    dev.synchronize();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+Matrix gpu_random_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t stream,
+                         const DevicePtr& gpu) {
+  return random_matrix(rows, cols, stream).clone(gpu);
+}
+
+template <typename T>
+Buffer<T> to_gpu(std::span<const T> host, const DevicePtr& gpu) {
+  return Buffer<T>::from_host(host, gpu);
+}
+
+/// SpMM, SpMM-transpose, the layers' GEMMs and every codec on GPU 0, against the GPU's own
+/// limits measured here: device-to-device copy bandwidth (bytes read + written, 1 GiB buffers)
+/// and the SGEMM rate of an 8192^3 product. SpMM rows give the gather rate (every stored entry
+/// fetches its whole x row, as the CPU table counts it) as a fraction of the copy bandwidth;
+/// codec rows the bytes moved (fp32 in + encoded out, or back) as that fraction.
+void gpu_table(const CsrMatrix& a, const std::vector<std::int64_t>& widths, std::int64_t hidden,
+               std::int64_t classes, std::int64_t codec_rows, int reps, Json& results) {
+  const DevicePtr gpu = cuda_device(0);
+  const Device& dev = *gpu;
+  std::printf("# %s; median of %d runs\n", dev.name().c_str(), reps);
+  results["machine"] = dev.name();
+  results["device"] = "cuda";
+
+  // Limits.
+  const std::size_t copy_bytes = std::size_t{1} << 30;
+  Buffer<std::byte> src(copy_bytes, gpu), dst(copy_bytes, gpu);
+  const double t_copy =
+      gpu_median_seconds(dev, reps, [&] { dev.copy(dst.data(), src.data(), copy_bytes); });
+  const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / t_copy / 1e9;
+  const std::int64_t g = 8192;
+  {
+    const Matrix ga = gpu_random_matrix(g, g, 30, gpu), gb = gpu_random_matrix(g, g, 31, gpu);
+    Matrix gy(g, g, gpu);
+    const double t = gpu_median_seconds(dev, reps, [&] {
+      kernels::gemm(dev, false, false, 1.0f, ga.view(), gb.view(), 0.0f, gy.view());
+    });
+    results["sgemm_tflop_per_s"] = 2.0 * static_cast<double>(g * g * g) / t / 1e12;
+  }
+  const double sgemm = results["sgemm_tflop_per_s"].get<double>();
+  std::printf("copy: %.0f GB/s device to device (read + write, 1 GiB); sgemm: %.1f TFLOP/s (%lldx%lldx%lld)\n",
+              copy_gbs, sgemm, static_cast<long long>(g), static_cast<long long>(g),
+              static_cast<long long>(g));
+  results["copy_gb_per_s"] = copy_gbs;
+
+  // The graph on the GPU.
+  const CsrView hv = a.view();
+  const std::int64_t n = hv.rows, nnz = hv.nnz;
+  Buffer<std::int32_t> row_ptr = to_gpu(std::span<const std::int32_t>(hv.row_ptr, n + 1), gpu);
+  Buffer<LocalId> col = to_gpu(std::span<const LocalId>(hv.col, nnz), gpu);
+  Buffer<float> val = to_gpu(std::span<const float>(hv.val, nnz), gpu);
+  const CsrView av{n, hv.cols, nnz, row_ptr.data(), col.data(), val.data()};
+  CsrView pattern = av;
+  pattern.val = nullptr;
+
+  Json rows = Json::array();
+  std::printf("%-30s %-18s %9s %9s %9s %9s %9s\n", "kernel", "shape", "ms", "GB/s", "gather",
+              "of copy", "TFLOP/s");
+  auto row = [&](const std::string& kernel, const std::string& shape, double t, double bytes,
+                 double flops, double fraction_bytes) {
+    const double gather = fraction_bytes / t / 1e9;
+    std::printf("%-30s %-18s %9.3f %9.0f %9.0f %9.2f %9.2f\n", kernel.c_str(), shape.c_str(),
+                t * 1e3, bytes / t / 1e9, gather, gather / copy_gbs, flops / t / 1e12);
+    std::fflush(stdout);
+    Json r = Json::object();
+    r["kernel"] = kernel;
+    r["shape"] = shape;
+    r["ms"] = t * 1e3;
+    r["bytes"] = bytes;
+    r["flops"] = flops;
+    r["fraction_of_copy"] = gather / copy_gbs;
+    rows.push_back(r);
+  };
+
+  const double structure = 4.0 * static_cast<double>(n + 1) + 4.0 * static_cast<double>(nnz);
+  const double values = 4.0 * static_cast<double>(nnz);
+  for (const std::int64_t f : widths) {
+    const Matrix x = gpu_random_matrix(n, f, 3, gpu);
+    Matrix y(n, f, gpu);
+    const double dense = 8.0 * static_cast<double>(n * f);
+    const double flops = 2.0 * static_cast<double>(nnz * f);
+    const double gather = 4.0 * static_cast<double>(nnz - n) * static_cast<double>(f);
+    const std::string shape = "F=" + std::to_string(f);
+    row("spmm (values)", shape,
+        gpu_median_seconds(dev, reps, [&] { kernels::spmm(dev, av, x.view(), 0.0f, y.view()); }),
+        structure + values + dense, flops, structure + values + dense + gather);
+    row("spmm (structure only)", shape,
+        gpu_median_seconds(dev, reps, [&] { kernels::spmm(dev, pattern, x.view(), 0.0f, y.view()); }),
+        structure + dense, flops, structure + dense + gather);
+    row("spmm_transpose (values)", shape,
+        gpu_median_seconds(dev, reps,
+                           [&] { kernels::spmm_transpose(dev, av, x.view(), 0.0f, y.view()); }),
+        structure + values + dense, flops, structure + values + dense + gather);
+  }
+  auto gemm_row = [&](const char* what, bool ta, bool tb, std::int64_t m, std::int64_t k,
+                      std::int64_t nn) {
+    const Matrix am = ta ? gpu_random_matrix(k, m, 5, gpu) : gpu_random_matrix(m, k, 5, gpu);
+    const Matrix bm = tb ? gpu_random_matrix(nn, k, 6, gpu) : gpu_random_matrix(k, nn, 6, gpu);
+    Matrix y = gpu_random_matrix(m, nn, 7, gpu);
+    const float beta = ta ? 1.0f : 0.0f;
+    const double t = gpu_median_seconds(dev, reps, [&] {
+      kernels::gemm(dev, ta, tb, 1.0f, am.view(), bm.view(), beta, y.view());
+    });
+    const double bytes = 4.0 * static_cast<double>(m * k + k * nn + m * nn * (beta != 0 ? 2 : 1));
+    row(what, dims(m, k) + "*" + dims(k, nn), t, bytes, 2.0 * static_cast<double>(m * k * nn), bytes);
+  };
+  for (const std::int64_t f : widths) {
+    gemm_row("gemm x W", false, false, n, f, f);
+    gemm_row("gemm x^T gy (weight gradient)", true, false, f, n, f);
+    gemm_row("gemm gy W^T (input gradient)", false, true, n, f, f);
+  }
+  gemm_row("gemm x W (classifier)", false, false, n, hidden, classes);
+
+  // Codecs: a halo block of codec_rows rows with scattered global ids, at the hidden width and
+  // at 128. GB/s is float32 input per second (as halognn-bench-codecs); "of copy" counts the
+  // bytes moved (fp32 read + encoded written, or back).
+  std::vector<GlobalId> ids(static_cast<std::size_t>(codec_rows));
+  for (std::int64_t i = 0; i < codec_rows; ++i) ids[i] = 3 * i + 1;
+  Buffer<GlobalId> gids = to_gpu(std::span<const GlobalId>(ids), gpu);
+  for (const std::int64_t f : std::vector<std::int64_t>{128, hidden}) {
+    const Matrix x = gpu_random_matrix(codec_rows, f, 40, gpu);
+    Matrix y(codec_rows, f, gpu);
+    const double in = 4.0 * static_cast<double>(codec_rows * f);
+    for (const std::string& name : codec_names()) {
+      const auto codec = make_codec(name);
+      const std::size_t wire_bytes = codec->encoded_size(codec_rows, f).total();
+      Buffer<std::byte> wire(wire_bytes, gpu);
+      CodecContext ctx;
+      ctx.seed = 1;
+      ctx.row_ids = gids.data();
+      const std::span<std::byte> w(wire.data(), wire_bytes);
+      const double te = gpu_median_seconds(dev, reps, [&] {
+        codec->encode(dev, x.view(), ctx, w);
+        ++ctx.epoch;
+      });
+      const double td = gpu_median_seconds(dev, reps, [&] {
+        codec->decode(dev, std::span<const std::byte>(wire.data(), wire_bytes), ctx, y.view());
+      });
+      const std::string shape = dims(codec_rows, f);
+      const double moved = in + static_cast<double>(wire_bytes);
+      std::printf("%-30s %-18s %9.3f %9.0f %9.0f %9.2f %9s\n", ("encode " + name).c_str(),
+                  shape.c_str(), te * 1e3, in / te / 1e9, moved / te / 1e9,
+                  moved / te / 1e9 / copy_gbs, "-");
+      std::printf("%-30s %-18s %9.3f %9.0f %9.0f %9.2f %9s\n", ("decode " + name).c_str(),
+                  shape.c_str(), td * 1e3, in / td / 1e9, moved / td / 1e9,
+                  moved / td / 1e9 / copy_gbs, "-");
+      std::fflush(stdout);
+      for (const auto& [what, t] : {std::pair<const char*, double>{"encode ", te}, {"decode ", td}}) {
+        Json r = Json::object();
+        r["kernel"] = what + name;
+        r["shape"] = shape;
+        r["ms"] = t * 1e3;
+        r["input_gb_per_s"] = in / t / 1e9;
+        r["bytes"] = moved;
+        r["fraction_of_copy"] = moved / t / 1e9 / copy_gbs;
+        rows.push_back(r);
+      }
+    }
+  }
+  results["rows"] = rows;
+}
+#endif
+
 int run(int argc, char** argv) {
   std::string data_dir, widths_arg = "16,64,128,256,512", json_path;
   // Options of the current tree only (see HALOGNN_BENCH_BASELINE).
   [[maybe_unused]] std::string order = "blocks", isa, numerics = "fast";
   [[maybe_unused]] std::int64_t order_block = 1024;
+  [[maybe_unused]] std::string device = "cpu";
+  [[maybe_unused]] std::int64_t codec_rows = 1 << 20;
   std::int64_t hidden = 256, classes = 16;
   SbmConfig sbm;
   int reps = 10;
@@ -307,7 +503,12 @@ int run(int argc, char** argv) {
       "reps", po::value(&reps)->default_value(reps), "timed runs per figure (best is kept)")(
       "triad-mib", po::value(&triad_mib)->default_value(triad_mib), "MiB per triad array")
 #ifndef HALOGNN_BENCH_BASELINE
-      ("order", po::value(&order)->default_value(order),
+      ("device", po::value(&device)->default_value(device),
+       "cpu | cuda: the GPU table (device copy bandwidth and SGEMM rate as its limits; SpMM, "
+       "GEMM and every codec on the GPU)")(
+      "codec-rows", po::value(&codec_rows)->default_value(codec_rows),
+       "rows per codec block in the GPU table")(
+      "order", po::value(&order)->default_value(order),
        "renumber the graph as the partitioner would: blocks | rcm | none")(
       "order-block", po::value(&order_block)->default_value(order_block), "rows per block")(
       "isa", po::value(&isa), "cap the kernels' instruction set: sse2 | avx2 | avx512")(
@@ -333,16 +534,25 @@ int run(int argc, char** argv) {
   kernel_set = std::string("kernels ") + kernels::to_string(kernels::cpu_isa()) + ", numerics " +
                kernels::to_string(kernels::cpu_numerics());
 #endif
+  bool on_gpu = false;
+#ifndef HALOGNN_BENCH_BASELINE
+  GNN_CHECK_CONFIG(device == "cpu" || device == "cuda", "--device must be cpu or cuda");
+  GNN_CHECK_CONFIG(codec_rows > 0, "--codec-rows must be positive");
+  on_gpu = device == "cuda";
+  if (on_gpu) GNN_CHECK_CONFIG(cuda_device_count() > 0, "--device cuda: no CUDA device visible");
+#endif
   const Device& dev = *cpu_device();
   Json results = Json::object();
   results["machine"] = machine_line();
   results["kernels"] = kernel_set;
   const int threads = omp_get_max_threads();
-  std::printf("# %s; %s; best of %d runs\n", machine_line().c_str(), kernel_set.c_str(), reps);
+  if (!on_gpu)
+    std::printf("# %s; %s; best of %d runs\n", machine_line().c_str(), kernel_set.c_str(), reps);
 
   // The machine's limits.
-  const std::int64_t triad_n = triad_mib * (1 << 20) / 4;
   Limits lim;
+  if (!on_gpu) {
+  const std::int64_t triad_n = triad_mib * (1 << 20) / 4;
   lim.triad = triad_gbs(triad_n, threads, reps);
   const double triad_one = triad_gbs(triad_n, 1, reps);
   const auto [peak_all, peak_set] = peak_gflops(threads, reps);
@@ -361,6 +571,7 @@ int run(int argc, char** argv) {
   if (vm.count("limits-only")) {
     if (!json_path.empty()) write_file_atomic(json_path, dump_json(results) + "\n");
     return 0;
+  }
   }
 
   // The graph, in the partitioner's locality order.
@@ -382,11 +593,7 @@ int run(int argc, char** argv) {
     order_used = "order " + to_string(lo.kind) +
                  (lo.kind == LocalOrder::Kind::blocks ? " (" + std::to_string(order_block) + " rows)"
                                                       : std::string()) +
-                 ", " +
-                 std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                    .count())
-                     .substr(0, 4) +
-                 " s";
+                 ", " + seconds_text(t0);
   }
 #endif
   const CsrMatrix a = gcn_operator(graph, new_id);
@@ -403,6 +610,13 @@ int run(int argc, char** argv) {
   results["graph_nodes"] = static_cast<double>(n);
   results["graph_nnz"] = static_cast<double>(nnz);
 
+#ifndef HALOGNN_BENCH_BASELINE
+  if (on_gpu) {
+    gpu_table(a, widths, hidden, classes, codec_rows, reps, results);
+    if (!json_path.empty()) write_file_atomic(json_path, dump_json(results) + "\n");
+    return 0;
+  }
+#endif
   Table table(lim);
   const double structure = 4.0 * static_cast<double>(n + 1) + 4.0 * static_cast<double>(nnz);
   const double values = 4.0 * static_cast<double>(nnz);

@@ -18,6 +18,7 @@ Json EpochMetrics::to_json() const {
   j["codec_s"] = codec_s;
   j["bytes_sent"] = bytes_sent;
   j["eval_bytes_sent"] = eval_bytes_sent;
+  if (device_peak_bytes > 0) j["device_peak_bytes"] = device_peak_bytes;
   j["synchronous"] = synchronous;
   j["max_staleness"] = max_staleness;
   j["halo_age"] = halo_age;

@@ -27,6 +27,8 @@ struct EpochMetrics {
   double compute_s = 0, comm_s = 0, codec_s = 0;  ///< mean over ranks
   std::uint64_t bytes_sent = 0;         ///< training exchanges + all-reduces, all ranks
   std::uint64_t eval_bytes_sent = 0;    ///< evaluation pass, all ranks
+  /// The largest device allocator high-water mark over ranks so far (0 on the CPU).
+  std::uint64_t device_peak_bytes = 0;
   bool synchronous = true;              ///< the policy scheduled this epoch synchronous
   int max_staleness = 0;                ///< age in epochs of the oldest halo row or gradient used
   Json halo_age;                        ///< HaloAges::to_json, summed over ranks

@@ -605,8 +605,8 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   }
 
   double t[4] = {step_s, step_s - comm_s - codec_s, comm_s, codec_s};
-  double tmax[1] = {step_s};
-  transport_.all_reduce_max(tmax, 1);
+  double tmax[2] = {step_s, static_cast<double>(dev_->peak_allocated_bytes())};
+  transport_.all_reduce_max(tmax, 2);
   transport_.all_reduce_sum(t, 4);
   const double np = transport_.size();
   m.epoch_s = tmax[0];
@@ -614,6 +614,7 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   m.comm_s = t[2] / np;
   m.codec_s = t[3] / np;
   m.bytes_sent = global_bytes(train_bytes);
+  m.device_peak_bytes = static_cast<std::uint64_t>(tmax[1]);
   m.synchronous = policy_->synchronous_epoch();
   const HaloAges ages = policy_->ages().sum_over_ranks(transport_);
   m.max_staleness = ages.max_age();

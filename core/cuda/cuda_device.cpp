@@ -158,6 +158,14 @@ void CudaDevice::free(void* p) const noexcept {
   cudaFreeAsync(p, cuda_detail::context(ordinal_).stream);
 }
 
+std::size_t CudaDevice::peak_allocated_bytes() const {
+  cudaMemPool_t pool;
+  GNN_CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool, ordinal_));
+  std::uint64_t high = 0;
+  GNN_CHECK_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high));
+  return static_cast<std::size_t>(high);
+}
+
 void CudaDevice::copy_from_host(void* dst, const void* src, std::size_t bytes) const {
   if (bytes == 0) return;
   make_current();

@@ -28,6 +28,9 @@ class CudaDevice final : public Device {
   void copy(void* dst, const void* src, std::size_t bytes) const override;
   void memset_zero(void* dst, std::size_t bytes) const override;
   void synchronize() const override;
+  /// The default memory pool's high-water mark of bytes in use (every halognn allocation on
+  /// this GPU, scratch included, comes from that pool; cuBLAS's small own workspace does not).
+  std::size_t peak_allocated_bytes() const override;
 
   int ordinal() const noexcept { return ordinal_; }
   /// The stream every halognn operation on this GPU is queued on.

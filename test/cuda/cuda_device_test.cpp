@@ -51,6 +51,21 @@ TEST_F(CudaDeviceTest, NameAllocationCopiesAndMemset) {
   gpu->synchronize();
 }
 
+TEST_F(CudaDeviceTest, PeakAllocatedBytesIsTheHighWaterMarkOfLiveAllocations) {
+  EXPECT_EQ(cpu->peak_allocated_bytes(), 0u);  // the CPU does not track it
+  const std::size_t before = gpu->peak_allocated_bytes();
+  const std::size_t big = before + (std::size_t{256} << 20);  // above any earlier peak
+  {
+    Buffer<std::byte> a(big, gpu);
+    gpu->synchronize();
+    EXPECT_GE(gpu->peak_allocated_bytes(), big);
+  }
+  gpu->synchronize();
+  // Freed, the mark stays: it is a high-water mark, not the bytes in use.
+  EXPECT_GE(gpu->peak_allocated_bytes(), big);
+  EXPECT_LT(gpu->peak_allocated_bytes(), big + (std::size_t{64} << 20));
+}
+
 TEST_F(CudaDeviceTest, StagingMemoryIsPageLockedHostMemory) {
   const DevicePtr staging = host_staging_device(*gpu);
   EXPECT_TRUE(staging->is_host());

@@ -329,6 +329,12 @@ expect_error "partition: a sparsified dataset without its codebook" "ds_k2_nocb/
   "$bin/halognn-partition" --data "$work/ds_k2_nocb" --parts 2 --out "$work/px"
 expect_error "bench: the cosine benchmark needs dense features" "$work/ds_k2 holds sparsified features" \
   "$bin/halognn-bench-sparsify-cosine" --data "$work/ds_k2"
+expect_error "bench: unknown kernel-bench device" "--device must be cpu or cuda" \
+  "$bin/halognn-bench-kernels" --device tpu --nodes 1000 --edges 5000
+if [[ $("$bin/halognn-bench-kernels" --help) == *"--device"* ]] && ! command -v nvidia-smi > /dev/null; then
+  expect_error "bench: the GPU kernel table without a GPU" "--device cuda: no CUDA device visible" \
+    "$bin/halognn-bench-kernels" --device cuda --nodes 1000 --edges 5000
+fi
 
 # Nothing half-written: no temporary names left anywhere, no output for the failed partitions.
 left=$(find "$work" -name '*.tmp.*' | head -5)
