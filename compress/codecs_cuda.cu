@@ -92,7 +92,9 @@ __global__ void grid_kernel(const float* rows, std::int64_t n_rows, std::int64_t
   }
 }
 
-/// Pass 2, one thread per payload byte: the 8/b elements it holds, LSB first, padding zero.
+/// Pass 2, one thread per payload byte: the 8/b elements it holds, LSB first, padding zero. The
+/// thread divides once for its first element's row and column and steps from there (a 64-bit
+/// division per element cost more than the quantisation itself).
 template <int kBits>
 __global__ void pack_kernel(const float* rows, std::int64_t n, std::int64_t cols,
                             const GlobalId* ids, CounterRng rng, MetaFormat m,
@@ -103,17 +105,19 @@ __global__ void pack_kernel(const float* rows, std::int64_t n, std::int64_t cols
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
        p < payload_bytes; p += stride) {
-    std::uint32_t acc = 0;
-    std::int64_t cached_row = -1, cached_block = -1;
+    const std::int64_t k0 = p * per_byte;
+    std::int64_t r = k0 / cols, j = k0 - r * cols;
+    RowGrid g = read_grid(meta, r, m);
+    std::int64_t cached_block = -1;
     std::uint32_t w[4];
-    RowGrid g;
+    std::uint32_t acc = 0;
+#pragma unroll
     for (int t = 0; t < per_byte; ++t) {
-      const std::int64_t k = p * per_byte + t;
-      if (k >= n) break;
-      const std::int64_t r = k / cols, j = k % cols;
-      if (r != cached_row) {
+      if (k0 + t >= n) break;
+      if (j == cols) {
+        ++r;
+        j = 0;
         g = read_grid(meta, r, m);
-        cached_row = r;
         cached_block = -1;
       }
       std::uint32_t q = 0;
@@ -122,9 +126,10 @@ __global__ void pack_kernel(const float* rows, std::int64_t n, std::int64_t cols
           rng.block(static_cast<std::uint64_t>(ids[r]), static_cast<std::uint64_t>(j) >> 2, w);
           cached_block = j >> 2;
         }
-        q = quant::quantize_value(rows[k], g, levels, quant::word_to_uniform(w[j & 3]));
+        q = quant::quantize_value(rows[k0 + t], g, levels, quant::word_to_uniform(w[j & 3]));
       }
       acc |= q << (t * kBits);
+      ++j;
     }
     payload[p] = static_cast<std::uint8_t>(acc);
   }
