@@ -254,6 +254,18 @@ std::string machine_line() {
 
 // ---- the table --------------------------------------------------------------------------------
 
+/// One table row as JSON: the kernel, its shape, time and compulsory bytes and flops.
+Json kernel_json(const std::string& kernel, const std::string& shape, double t, double bytes,
+                 double flops) {
+  Json r = Json::object();
+  r["kernel"] = kernel;
+  r["shape"] = shape;
+  r["ms"] = t * 1e3;
+  r["bytes"] = bytes;
+  r["flops"] = flops;
+  return r;
+}
+
 struct Limits {
   double triad = 0, peak = 0;  ///< all threads: GB/s, GFLOP/s
 };
@@ -274,12 +286,7 @@ class Table {
       std::printf(" %9.1f", gather_bytes / t / 1e9);
     std::printf("\n");
     std::fflush(stdout);
-    Json r = Json::object();
-    r["kernel"] = kernel;
-    r["shape"] = shape;
-    r["ms"] = t * 1e3;
-    r["bytes"] = bytes;
-    r["flops"] = flops;
+    Json r = kernel_json(kernel, shape, t, bytes, flops);
     r["bound_ms"] = bound * 1e3;
     r["ratio"] = t / bound;
     if (gather_bytes > 0) r["gather_gb_per_s"] = gather_bytes / t / 1e9;
@@ -380,12 +387,7 @@ void gpu_table(const CsrMatrix& a, const std::vector<std::int64_t>& widths, std:
     std::printf("%-30s %-18s %9.3f %9.0f %9.0f %9.2f %9.2f\n", kernel.c_str(), shape.c_str(),
                 t * 1e3, bytes / t / 1e9, gather, gather / copy_gbs, flops / t / 1e12);
     std::fflush(stdout);
-    Json r = Json::object();
-    r["kernel"] = kernel;
-    r["shape"] = shape;
-    r["ms"] = t * 1e3;
-    r["bytes"] = bytes;
-    r["flops"] = flops;
+    Json r = kernel_json(kernel, shape, t, bytes, flops);
     r["fraction_of_copy"] = gather / copy_gbs;
     rows.push_back(r);
   };

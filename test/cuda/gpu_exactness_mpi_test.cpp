@@ -13,11 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "test/mpi_world.hpp"
 #include "comm/transport.hpp"
 #include "test/training/training_fixture.hpp"
 
 namespace halognn {
 namespace {
+
+using testing::world_rank;
+using testing::world_size;
 
 struct Trace {
   std::vector<double> loss;
@@ -42,18 +46,6 @@ bool any_rank_without_gpu() {
   int none = cuda_device_count() == 0 ? 1 : 0, any = 0;
   MPI_Allreduce(&none, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return any != 0;
-}
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
 }
 
 /// Largest |a - b| / |b| over the epochs (printed on rank 0: the figures docs/gpu.md quotes).
@@ -115,7 +107,9 @@ TEST_P(GpuExactness, PRankGpuTrainingEqualsOneRankGpuTrainingAndFollowsTheCpu) {
   for (std::size_t e = 0; e < single.loss.size(); ++e) {
     const double s = single.loss[e];
     EXPECT_NEAR(staged.loss[e], s, 1e-4 * std::fabs(s)) << "mpi transport, epoch " << e;
-    if (!nccl.loss.empty()) EXPECT_NEAR(nccl.loss[e], s, 1e-4 * std::fabs(s)) << "nccl, epoch " << e;
+    if (!nccl.loss.empty()) {
+      EXPECT_NEAR(nccl.loss[e], s, 1e-4 * std::fabs(s)) << "nccl, epoch " << e;
+    }
     EXPECT_NEAR(single_nccl.loss[e], s, 1e-4 * std::fabs(s)) << "1-rank nccl, epoch " << e;
     EXPECT_NEAR(s, on_cpu.loss[e], 1e-3 * std::fabs(on_cpu.loss[e])) << "GPU vs CPU, epoch " << e;
   }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "test/mpi_world.hpp"
 #include "comm/transport.hpp"
 #include "core/data/npy.hpp"
 #include "partition/distributed_partition.hpp"
@@ -21,18 +22,10 @@
 namespace halognn {
 namespace {
 
-namespace fs = std::filesystem;
+using testing::world_rank;
+using testing::world_size;
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+namespace fs = std::filesystem;
 
 /// A scratch directory that every rank sees under the same name (rank 0's pid).
 class SharedDir {
