@@ -67,8 +67,34 @@ Order rcm(std::int64_t n, const std::vector<std::int64_t>& row_ptr,
   return order;
 }
 
+/// METIS k-way partition of the graph (xadj, adjncy) into nparts; part[v] is v's part.
+std::vector<idx_t> kway(std::vector<idx_t>& xadj, std::vector<idx_t>& adjncy, idx_t nparts,
+                        std::uint64_t seed) {
+  idx_t nvtxs = static_cast<idx_t>(xadj.size() - 1), ncon = 1, cut = 0;
+  std::vector<idx_t> part(static_cast<std::size_t>(nvtxs), 0);
+  if (nparts < 2) return part;
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_SEED] = static_cast<idx_t>((seed ^ (seed >> 32)) & 0x7fffffffu);
+  options[METIS_OPTION_NUMBERING] = 0;
+  const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr,
+                                     nullptr, &nparts, nullptr, nullptr, options, &cut,
+                                     part.data());
+  if (rc != METIS_OK)
+    throw Error(detail::concat("METIS_PartGraphKway failed (code ", rc, ") cutting ", nvtxs,
+                               " vertices into ", nparts, " locality blocks"));
+  for (const idx_t b : part) GNN_ASSERT(b >= 0 && b < nparts, "METIS returned block ", b);
+  return part;
+}
+
+/// Blocks per METIS call at most: a k-way partition into thousands of blocks is slow (its initial
+/// partitioning and refinement grow with k; 2*10^6 vertices into 1953 blocks took minutes), so
+/// larger counts go in two levels: groups of about this many blocks, then each group's blocks.
+constexpr std::int64_t kBlocksPerCall = 32;
+
 /// METIS k-way blocks of about block_rows vertices, numbered block by block, ascending vertex
-/// inside a block.
+/// inside a block. Above kBlocksPerCall blocks: first groups of kBlocksPerCall blocks' worth of
+/// vertices, then each group's own subgraph into its blocks; blocks are numbered group by group.
 Order blocks(std::int64_t n, const std::vector<std::int64_t>& row_ptr,
              const std::vector<std::int32_t>& col, const LocalOrder& cfg) {
   const std::int64_t nblocks = (n + cfg.block_rows - 1) / cfg.block_rows;
@@ -79,28 +105,53 @@ Order blocks(std::int64_t n, const std::vector<std::int64_t>& row_ptr,
   GNN_CHECK_CONFIG(row_ptr[n] <= std::numeric_limits<idx_t>::max(),
                    "a part's own subgraph has ", row_ptr[n],
                    " adjacency entries, beyond METIS' 32-bit indices; use --order rcm or none");
-  idx_t nvtxs = static_cast<idx_t>(n), ncon = 1, nparts = static_cast<idx_t>(nblocks), cut = 0;
   std::vector<idx_t> xadj(row_ptr.begin(), row_ptr.end());
   std::vector<idx_t> adjncy(col.begin(), col.end());
-  std::vector<idx_t> part(static_cast<std::size_t>(n), 0);
-  idx_t options[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_SEED] = static_cast<idx_t>((cfg.seed ^ (cfg.seed >> 32)) & 0x7fffffffu);
-  options[METIS_OPTION_NUMBERING] = 0;
-  const int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), nullptr, nullptr,
-                                     nullptr, &nparts, nullptr, nullptr, options, &cut,
-                                     part.data());
-  if (rc != METIS_OK)
-    throw Error(detail::concat("METIS_PartGraphKway failed (code ", rc, ") cutting ", n,
-                               " vertices into ", nparts, " locality blocks"));
-  // Counting sort by block: stable, so a block keeps ascending vertex order.
-  std::vector<std::int64_t> start(static_cast<std::size_t>(nblocks) + 1, 0);
-  for (const idx_t b : part) {
-    GNN_ASSERT(b >= 0 && b < nparts, "METIS returned block ", b);
-    ++start[static_cast<std::size_t>(b) + 1];
+  // Level 1: groups (one group holding every vertex when a single call suffices).
+  const std::int64_t ngroups =
+      nblocks <= kBlocksPerCall ? 1 : (nblocks + kBlocksPerCall - 1) / kBlocksPerCall;
+  const std::vector<idx_t> group =
+      ngroups > 1 ? kway(xadj, adjncy, static_cast<idx_t>(ngroups), cfg.seed)
+                  : std::vector<idx_t>(static_cast<std::size_t>(n), 0);
+  // The vertices of each group, ascending.
+  std::vector<std::int64_t> gstart(static_cast<std::size_t>(ngroups) + 1, 0);
+  for (const idx_t g : group) ++gstart[static_cast<std::size_t>(g) + 1];
+  std::partial_sum(gstart.begin(), gstart.end(), gstart.begin());
+  std::vector<std::int32_t> members(static_cast<std::size_t>(n));
+  {
+    std::vector<std::int64_t> at(gstart.begin(), gstart.end() - 1);
+    for (std::int32_t v = 0; v < n; ++v) members[at[group[v]]++] = v;
   }
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  for (std::int32_t v = 0; v < n; ++v) order[start[part[v]]++] = v;
+  // Level 2: each group's own subgraph into its blocks, numbered after the earlier groups'.
+  std::vector<std::int32_t> local(static_cast<std::size_t>(n), -1);
+  std::int64_t written = 0;
+  for (std::int64_t g = 0; g < ngroups; ++g) {
+    const std::int64_t lo = gstart[g], hi = gstart[g + 1], size = hi - lo;
+    const idx_t gblocks = static_cast<idx_t>((size + cfg.block_rows - 1) / cfg.block_rows);
+    std::vector<idx_t> part;
+    if (ngroups == 1) {
+      part = kway(xadj, adjncy, gblocks, cfg.seed);
+    } else {
+      for (std::int64_t i = lo; i < hi; ++i) local[members[i]] = static_cast<std::int32_t>(i - lo);
+      std::vector<idx_t> sx(static_cast<std::size_t>(size) + 1, 0), sa;
+      for (std::int64_t i = lo; i < hi; ++i) {
+        const std::int32_t v = members[i];
+        for (std::int64_t k = row_ptr[v]; k < row_ptr[v + 1]; ++k)
+          if (group[col[k]] == g) sa.push_back(local[col[k]]);
+        sx[i - lo + 1] = static_cast<idx_t>(sa.size());
+      }
+      part = kway(sx, sa, gblocks, cfg.seed + static_cast<std::uint64_t>(g));
+    }
+    // Counting sort by block: stable, so a block keeps ascending vertex order.
+    std::vector<std::int64_t> start(static_cast<std::size_t>(std::max<idx_t>(gblocks, 1)) + 1, 0);
+    for (const idx_t b : part) ++start[static_cast<std::size_t>(b) + 1];
+    std::partial_sum(start.begin(), start.end(), start.begin());
+    for (std::int64_t i = 0; i < size; ++i) {
+      const std::int32_t v = ngroups == 1 ? static_cast<std::int32_t>(i) : members[lo + i];
+      order[written + start[part[i]]++] = v;
+    }
+    written += size;
+  }
   return order;
 }
 

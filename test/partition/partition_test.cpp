@@ -150,6 +150,22 @@ TEST(LocalityOrder, BlocksNumberEachCommunityContiguously) {
                                   LocalOrder{LocalOrder::Kind::blocks, 30, 1}));
 }
 
+TEST(LocalityOrder, ManyBlocksGoInTwoLevelsAndStillNumberEachCommunityContiguously) {
+  // 80 cliques of 30 shuffled vertices, blocks of 30 rows: 80 blocks, above the 32 of one METIS
+  // call, so groups of cliques first and then each group's blocks; every block is still one
+  // clique, numbered contiguously, ascending inside, the same for the same input.
+  const Cliques c = shuffled_cliques(80, 30, 2);
+  const LocalOrder cfg{LocalOrder::Kind::blocks, 30, 1};
+  const std::vector<std::int32_t> order = locality_order(2400, c.row_ptr, c.col, cfg);
+  ASSERT_TRUE(is_permutation_of_range(order, 2400));
+  for (int start = 0; start < 2400; start += 30)
+    for (int i = start + 1; i < start + 30; ++i) {
+      EXPECT_EQ(c.clique_of[order[i]], c.clique_of[order[start]]) << "position " << i;
+      EXPECT_LT(order[i - 1], order[i]) << "position " << i;
+    }
+  EXPECT_EQ(order, locality_order(2400, c.row_ptr, c.col, cfg));
+}
+
 TEST(LocalityOrder, RcmTurnsAShuffledPathIntoAPath) {
   // A path 0-1-...-99 relabelled by a shuffle: RCM numbers it end to end (bandwidth 1).
   const int n = 100;
