@@ -36,8 +36,8 @@ class GatLayer final : public Layer {
   void prepare(const LocalGraph& g) override {
     dev_ = g.dev;
     for (Parameter* p : {&weight_, &att_src_, &att_dst_, &bias_}) place_parameter(*p, dev_);
-    op_ = build_graph_operator(g, /*self_loops=*/true, nullptr);
-    alpha_ = Buffer<float>(static_cast<std::size_t>(op_.a.nnz() * heads_), dev_);
+    op_ = shared_graph_operator(g, "structure: A + I", /*self_loops=*/true, nullptr);
+    alpha_ = Buffer<float>(static_cast<std::size_t>(op_->a.nnz() * heads_), dev_);
     edge_grad_ = Buffer<float>(alpha_.size(), dev_);
     if (cfg_.attention_dropout > 0) drop_ = Buffer<float>(alpha_.size(), dev_);
     global_ids_ = g.global_ids.data();
@@ -78,7 +78,7 @@ class GatLayer final : public Layer {
     used_drop_ = ctx.training && cfg_.attention_dropout > 0;
     if (used_drop_) {
       kernels::edge_dropout_mask(dev, dropout_key(ctx, 0), global_ids_, cfg_.attention_dropout,
-                                 op_.a.view(), heads_, drop_.data());
+                                 op_->a.view(), heads_, drop_.data());
     }
     const float* drop = used_drop_ ? drop_.data() : nullptr;
     // Value dropout (training only): the aggregated values are z with each (node, column)
@@ -92,11 +92,11 @@ class GatLayer final : public Layer {
       values = zd.view();
     }
     if (cfg_.concat_heads) {
-      kernels::gat_aggregate(dev, op_.a.view(), values, s_dst.data(), s_src.data(), heads_,
+      kernels::gat_aggregate(dev, op_->a.view(), values, s_dst.data(), s_src.data(), heads_,
                              cfg_.negative_slope, alpha_.data(), drop, y);
     } else {
       Matrix& out = ensure(out_, n_own, width_, dev_);
-      kernels::gat_aggregate(dev, op_.a.view(), values, s_dst.data(), s_src.data(), heads_,
+      kernels::gat_aggregate(dev, op_->a.view(), values, s_dst.data(), s_src.data(), heads_,
                              cfg_.negative_slope, alpha_.data(), drop, out.view());
       kernels::head_mean(dev, out.view(), heads_, y);
     }
@@ -118,7 +118,7 @@ class GatLayer final : public Layer {
     Matrix& gs_dst = ensure(gs_dst_, n_own, heads_, dev_);
     Matrix& gs_src = ensure(gs_src_, n_local, heads_, dev_);
     const ConstDenseView values = used_value_drop_ ? z_dropped_.cview() : z_.cview();
-    kernels::gat_aggregate_backward(dev, op_.a.view(), op_.a_t.view(), op_.t_to_a.data(), values,
+    kernels::gat_aggregate_backward(dev, op_->a.view(), op_->a_t.view(), op_->t_to_a.data(), values,
                                     s_dst_.data(), s_src_.data(), heads_, cfg_.negative_slope,
                                     alpha_.data(), used_drop_ ? drop_.data() : nullptr, gout,
                                     edge_grad_.data(), gs_dst.data(), gs_src.data(), gz.view());
@@ -145,7 +145,7 @@ class GatLayer final : public Layer {
   std::int64_t width_;  ///< heads * out_dim
   Parameter weight_, att_src_, att_dst_, bias_;
   DevicePtr dev_;
-  GraphOperator op_;  ///< structure of A + I (values unused)
+  std::shared_ptr<const GraphOperator> op_;  ///< A + I, structure only; shared by the layers
   Buffer<float> alpha_, edge_grad_;
   Buffer<float> drop_;                 ///< attention-dropout multipliers (nnz x heads)
   const GlobalId* global_ids_ = nullptr;  ///< the graph's global ids (device), keys of the masks

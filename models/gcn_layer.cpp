@@ -36,7 +36,7 @@ class GcnLayer final : public Layer {
     std::vector<float> inv_sqrt(degree.size());
     for (std::size_t i = 0; i < degree.size(); ++i)
       inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
-    op_ = build_graph_operator(g, /*self_loops=*/true, [&](LocalId v, LocalId u) {
+    op_ = shared_graph_operator(g, "gcn: D^-1/2 (A + I) D^-1/2", /*self_loops=*/true, [&](LocalId v, LocalId u) {
       // Â_vu = 1/sqrt((d_v+1)(d_u+1)); on the diagonal that is 1/(d_v+1).
       return v == u ? 1.0f / (degree[v] + 1.0f) : inv_sqrt[v] * inv_sqrt[u];
     });
@@ -55,7 +55,7 @@ class GcnLayer final : public Layer {
     if (aggregate_first_ && !used_sparse_) {
       // y = (Â x) W + b, the bias added as the product is stored.
       Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // Â x, kept for dW
-      kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
+      kernels::spmm(dev, op_->a.view(), x, 0.0f, h.view());
       kernels::linear(dev, h.view(), weight_.value.view(), {}, {}, bias, y);
     } else {
       // y = Â (x W) + b, the bias added as the aggregation is stored.
@@ -67,7 +67,7 @@ class GcnLayer final : public Layer {
         x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
         kernels::linear(dev, x, weight_.value.view(), {}, {}, nullptr, t.view());
       }
-      kernels::spmm_bias(dev, op_.a.view(), t.view(), bias, y);
+      kernels::spmm_bias(dev, op_->a.view(), t.view(), bias, y);
     }
   }
 
@@ -81,13 +81,13 @@ class GcnLayer final : public Layer {
       if (gx.data == nullptr) return;
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
-      kernels::spmm(dev, op_.a_t.view(), gh.view(), 0.0f, gx);
+      kernels::spmm(dev, op_->a_t.view(), gh.view(), 0.0f, gx);
       return;
     }
     // y = Â T + b, T = x W: db += Σ gy; dT = Âᵀ gy; dW += xᵀ dT; dx = dT Wᵀ.
     if (gb) kernels::column_sum(dev, gy, 1.0f, gb);
     Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-    kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
+    kernels::spmm(dev, op_->a_t.view(), gy, 0.0f, gt.view());
     if (used_sparse_) {
       input_matmul_transpose(dev, x_csr_, gt.view(), weight_.grad.view());
     } else {
@@ -102,7 +102,7 @@ class GcnLayer final : public Layer {
   Parameter weight_, bias_;
   bool aggregate_first_;
   DevicePtr dev_;
-  GraphOperator op_;
+  std::shared_ptr<const GraphOperator> op_;  ///< shared by the model's layers
   std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x (transform first)

@@ -47,7 +47,7 @@ class GinLayer final : public Layer {
     for (Parameter* p : {&weight1_, &bias1_, &weight2_, &bias2_, &eps_}) place_parameter(*p, dev_);
     // A structure-only operator: every neighbour weighs 1 (the sum aggregator), no self-loops
     // (the own row enters through the separate (1 + eps) term).
-    op_ = build_graph_operator(g, /*self_loops=*/false, nullptr);
+    op_ = shared_graph_operator(g, "sum: A", /*self_loops=*/false, nullptr);
   }
 
   void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
@@ -64,7 +64,7 @@ class GinLayer final : public Layer {
     if (aggregate_first_ && !used_sparse_) {
       x_ = x;  // x_own is needed for d(eps) (the caller keeps x unchanged until backward)
       Matrix& h = ensure(saved_h_, n_own, cfg_.in_dim, dev_);
-      kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
+      kernels::spmm(dev, op_->a.view(), x, 0.0f, h.view());
       kernels::axpy(dev, self_weight_, x.rows_range(0, n_own), h.view());
       kernels::gemm(dev, false, false, 1.0f, h.view(), weight1_.value.view(), 0.0f, p.view());
     } else {
@@ -77,7 +77,7 @@ class GinLayer final : public Layer {
         x_ = x;
         kernels::gemm(dev, false, false, 1.0f, x, weight1_.value.view(), 0.0f, t.view());
       }
-      kernels::spmm(dev, op_.a.view(), t.view(), 0.0f, p.view());
+      kernels::spmm(dev, op_->a.view(), t.view(), 0.0f, p.view());
       kernels::axpy(dev, self_weight_, t.view().rows_range(0, n_own), p.view());
     }
     if (cfg_.bias) kernels::add_row_vector(dev, bias1_.value.data(), p.view());
@@ -106,14 +106,14 @@ class GinLayer final : public Layer {
       kernels::gemm(dev, false, true, 1.0f, gp.view(), weight1_.value.view(), 0.0f, gh.view());
       if (cfg_.train_eps) accumulate_dot(dev, gh.view(), x_.rows_range(0, n_own), eps_.grad);
       if (gx.data == nullptr) return;
-      kernels::spmm(dev, op_.a_t.view(), gh.view(), 0.0f, gx);
+      kernels::spmm(dev, op_->a_t.view(), gh.view(), 0.0f, gx);
       kernels::axpy(dev, self_weight_, gh.view(), gx.rows_range(0, n_own));
       return;
     }
     // p = A t + (1+eps) t_own, t = x W1: gt = Aᵀ gp + (1+eps) gp on owned rows;
     // d(eps) = <gp, t_own>; dW1 += xᵀ gt; gx = gt W1ᵀ.
     Matrix& gt = ensure(scratch_, n_local, mlp_, dev_);
-    kernels::spmm(dev, op_.a_t.view(), gp.view(), 0.0f, gt.view());
+    kernels::spmm(dev, op_->a_t.view(), gp.view(), 0.0f, gt.view());
     kernels::axpy(dev, self_weight_, gp.view(), gt.view().rows_range(0, n_own));
     if (cfg_.train_eps) accumulate_dot(dev, gp.view(), saved_t_.view().rows_range(0, n_own), eps_.grad);
     if (used_sparse_) {
@@ -152,7 +152,7 @@ class GinLayer final : public Layer {
   Parameter weight1_, bias1_, weight2_, bias2_, eps_;
   bool aggregate_first_;
   DevicePtr dev_;
-  GraphOperator op_;                 ///< the adjacency, structure only (values 1)
+  std::shared_ptr<const GraphOperator> op_;  ///< the adjacency, structure only; shared by the layers
   std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   float self_weight_ = 1.0f;         ///< 1 + eps of the last forward

@@ -111,4 +111,12 @@ GraphOperator build_graph_operator(const LocalGraph& g, bool self_loops,
   return op;
 }
 
+std::shared_ptr<const GraphOperator> shared_graph_operator(
+    const LocalGraph& g, const std::string& kind, bool self_loops,
+    const std::function<float(LocalId v, LocalId u)>& weight) {
+  auto& slot = g.operators[kind];
+  if (!slot) slot = std::make_shared<const GraphOperator>(build_graph_operator(g, self_loops, weight));
+  return slot;
+}
+
 }  // namespace halognn

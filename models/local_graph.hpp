@@ -2,6 +2,9 @@
 /// @file local_graph.hpp
 /// One rank's graph on its device, and the normalised operators layers build from it.
 #include <functional>
+#include <map>
+#include <memory>
+#include <string>
 
 #include "core/buffer.hpp"
 #include "core/device.hpp"
@@ -9,6 +12,8 @@
 #include "partition/local_partition.hpp"
 
 namespace halognn {
+
+struct GraphOperator;
 
 /// Device-resident graph of one rank, built once from its LocalPartition.
 struct LocalGraph {
@@ -18,6 +23,9 @@ struct LocalGraph {
   CsrMatrix adj_t;       ///< its transpose (num_local x num_owned), for backward passes
   Buffer<float> degree;  ///< num_local: global degree (self-loops excluded)
   Buffer<GlobalId> global_ids;  ///< num_local
+  /// The operators layers derived from this graph, by kind (shared_graph_operator): the layers
+  /// of a model share one copy on the device instead of holding one each.
+  mutable std::map<std::string, std::shared_ptr<const GraphOperator>> operators;
   LocalId num_local() const { return num_owned + num_halo; }
   /// Validates the partition's adjacency (sizes, column range) and copies it to `dev`.
   static LocalGraph build(const LocalPartition& part, DevicePtr dev);
@@ -37,5 +45,12 @@ struct GraphOperator {
 /// one, val empty). Host work, once per layer at prepare time.
 GraphOperator build_graph_operator(const LocalGraph& g, bool self_loops,
                                    const std::function<float(LocalId v, LocalId u)>& weight);
+
+/// The operator of g named `kind`: built with build_graph_operator(g, self_loops, weight) by the
+/// first caller, the same object for every later caller asking for that kind (every layer of a
+/// model asks for the same one). `kind` must name the self_loops and weight it stands for.
+std::shared_ptr<const GraphOperator> shared_graph_operator(
+    const LocalGraph& g, const std::string& kind, bool self_loops,
+    const std::function<float(LocalId v, LocalId u)>& weight);
 
 }  // namespace halognn

@@ -33,7 +33,7 @@ class SageLayer final : public Layer {
     place_parameter(weight_neigh_, dev_);
     place_parameter(bias_, dev_);
     const std::vector<float> degree = g.degree.to_host();
-    op_ = build_graph_operator(g, /*self_loops=*/false,
+    op_ = shared_graph_operator(g, "mean: D^-1 A", /*self_loops=*/false,
                                [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
   }
 
@@ -54,14 +54,14 @@ class SageLayer final : public Layer {
       input_matmul(dev, x_csr_, weight_neigh_.value.view(), t.view());
       x_own_csr_ = input_top_rows(dev, x_csr_, g.num_owned);
       input_matmul_bias(dev, x_own_csr_, weight_self_.value.view(), bias, y);
-      kernels::spmm(dev, op_.a.view(), t.view(), 1.0f, y);
+      kernels::spmm(dev, op_->a.view(), t.view(), 1.0f, y);
     } else {
       x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
       const ConstDenseView x_own = x.rows_range(0, g.num_owned);
       if (aggregate_first_) {
         // y = x_own W_self + h W_neigh + b in one pass over y (h = mean of neighbours).
         Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);
-        kernels::spmm(dev, op_.a.view(), x, 0.0f, h.view());
+        kernels::spmm(dev, op_->a.view(), x, 0.0f, h.view());
         kernels::linear(dev, x_own, weight_self_.value.view(), h.view(),
                         weight_neigh_.value.view(), bias, y);
       } else {
@@ -69,7 +69,7 @@ class SageLayer final : public Layer {
         Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
         kernels::linear(dev, x, weight_neigh_.value.view(), {}, {}, nullptr, t.view());
         kernels::linear(dev, x_own, weight_self_.value.view(), {}, {}, bias, y);
-        kernels::spmm(dev, op_.a.view(), t.view(), 1.0f, y);
+        kernels::spmm(dev, op_->a.view(), t.view(), 1.0f, y);
       }
     }
   }
@@ -90,10 +90,10 @@ class SageLayer final : public Layer {
       if (gx.data == nullptr) return;
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gy, weight_neigh_.value.view(), 0.0f, gh.view());
-      kernels::spmm(dev, op_.a_t.view(), gh.view(), 0.0f, gx);
+      kernels::spmm(dev, op_->a_t.view(), gh.view(), 0.0f, gx);
     } else {
       Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      kernels::spmm(dev, op_.a_t.view(), gy, 0.0f, gt.view());
+      kernels::spmm(dev, op_->a_t.view(), gy, 0.0f, gt.view());
       if (used_sparse_) {
         input_matmul_transpose(dev, x_csr_, gt.view(), weight_neigh_.grad.view());
       } else {
@@ -112,7 +112,7 @@ class SageLayer final : public Layer {
   Parameter weight_self_, weight_neigh_, bias_;
   bool aggregate_first_;
   DevicePtr dev_;
-  GraphOperator op_;
+  std::shared_ptr<const GraphOperator> op_;  ///< shared by the model's layers
   std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
   bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x

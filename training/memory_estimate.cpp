@@ -155,19 +155,19 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   // LocalGraph (structure and its transpose, degrees, global ids) and the plan's index arrays.
   double graph = kI * (own + 1) + kI * nnz + kI * (nl + 1) + kI * nnz + kF * nl + kL * nl +
                  (kI + kL) * (sends + recvs);
-  // Every layer builds its own normalised operator and transpose: GCN A+I with values, SAGE A
-  // with values, GAT A+I structure only, GIN A structure only; plus the transpose-to-original
-  // entry map.
+  // One normalised operator and its transpose, shared by every layer (shared_graph_operator):
+  // GCN A+I with values, SAGE A with values, GAT A+I structure only, GIN A structure only; plus
+  // the transpose-to-original entry map.
   double operators = 0, attention = 0;
   const double op_nnz = (cfg.model == ModelKind::sage || gin) ? nnz : nnz + own;
   const double with_values = (gat || gin) ? 0 : 1;
   // GAT per edge and head: the coefficients, their gradients, and the attention-dropout
   // multipliers when --attention-dropout is on.
   const double per_edge_head = cfg.attention_dropout > 0 ? 3 : 2;
+  operators = kI * (own + 1) + kI * op_nnz + with_values * kF * op_nnz +  // a
+              kI * (nl + 1) + kI * op_nnz + with_values * kF * op_nnz +   // a_t
+              kI * op_nnz;                                                 // t_to_a
   for (int l = 0; l < L; ++l) {
-    operators += kI * (own + 1) + kI * op_nnz + with_values * kF * op_nnz +  // a
-                 kI * (nl + 1) + kI * op_nnz + with_values * kF * op_nnz +   // a_t
-                 kI * op_nnz;                                                 // t_to_a
     if (gat)
       attention += per_edge_head * kF * op_nnz *
                    static_cast<double>(dims[static_cast<std::size_t>(l)].heads);
@@ -304,7 +304,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const MemorySpace dev = MemorySpace::device, host = MemorySpace::host;
   add("partition (host)", "the partition's nodes and edges", host, partition_host);
   add("graph and halo plan", "the partition's nodes and edges", dev, graph);
-  add("layer operators", "--layers, the partition's edges", dev, operators);
+  add("graph operator", "the partition's edges", dev, operators);
   if (gat)
     add("attention coefficients",
         std::string(cfg.attention_dropout > 0 ? "--attention-dropout, " : "") +

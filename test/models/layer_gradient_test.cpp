@@ -351,3 +351,32 @@ TEST(Layers, GatOutputWidthConcatenatesOrAveragesHeads) {
 
 }  // namespace
 }  // namespace halognn
+
+namespace halognn {
+namespace {
+
+// The layers of one model share one graph operator on the device (one copy, not one per layer;
+// docs/training.md "Memory estimate"), and a model of another kind gets its own.
+TEST(GraphOperator, TheLayersOfAModelShareOneCopy) {
+  const test::SmallGraph graph = test::random_graph(40, 0.12, 3, /*isolated=*/7);
+  std::vector<GlobalId> owned;
+  for (GlobalId v = 0; v < 40; v += 2) owned.push_back(v);
+  const LocalGraph g = LocalGraph::build(test::make_partition(graph, owned), cpu_device());
+  for (const ModelKind kind : {ModelKind::gcn, ModelKind::sage, ModelKind::gat, ModelKind::gin}) {
+    LayerConfig c;
+    c.kind = kind;
+    c.in_dim = 4;
+    c.out_dim = 4;
+    const std::size_t before = g.operators.size();
+    auto first = make_layer(c, 1, 0), second = make_layer(c, 1, 1);
+    first->prepare(g);
+    second->prepare(g);
+    EXPECT_EQ(g.operators.size(), before + 1) << static_cast<int>(kind);
+    int shared = 0;  // held by the cache and both layers
+    for (const auto& entry : g.operators) shared += entry.second.use_count() == 3 ? 1 : 0;
+    EXPECT_EQ(shared, 1) << static_cast<int>(kind);
+  }
+}
+
+}  // namespace
+}  // namespace halognn
