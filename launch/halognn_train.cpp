@@ -142,7 +142,12 @@ std::string memory_report(const MemoryEstimate& shape, const std::vector<double>
       out += " ... (" + std::to_string(size - 16) + " more)";
       break;
     }
-    out += " " + std::to_string(r) + ": " + format_bytes(at(r, peak_k)) + (r + 1 < size ? "," : "");
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on " " + std::string.
+    out += ' ';
+    out += std::to_string(r);
+    out += ": ";
+    out += format_bytes(at(r, peak_k));
+    if (r + 1 < size) out += ',';
   }
   return out + "\n";
 }
