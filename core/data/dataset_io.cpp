@@ -228,19 +228,25 @@ std::vector<GlobalId> read_split(const std::string& dir, int split, std::int64_t
   return idx;
 }
 
+/// features.npy's header: float32 or float64, shape (num_nodes, num_features) of the manifest.
+void check_dense_header(const NpyArray& h, const std::string& path, std::int64_t n,
+                        std::int64_t num_features) {
+  expect_dtype(h, {NpyType::f4, NpyType::f8}, "float32 or float64", path);
+  if (h.shape.size() != 2 || h.shape[0] != n)
+    throw InputError(path, "shape " + format_shape(h.shape) + " is not (num_nodes, num_features) "
+                               "with num_nodes = " + std::to_string(n) + " from manifest.json");
+  if (h.shape[1] != num_features)
+    throw InputError(path, std::to_string(h.shape[1]) +
+                               " columns but manifest.json says num_features = " +
+                               std::to_string(num_features));
+}
+
 /// features.npy: (N, F) float32/float64, read whole.
 void read_dense_features(const std::string& dir, std::int64_t n, std::int64_t num_features,
                          Dataset& ds) {
   const std::string path = join(dir, kDenseFile);
   NpyArray a = read_npy(path);
-  expect_dtype(a, {NpyType::f4, NpyType::f8}, "float32 or float64", path);
-  if (a.shape.size() != 2 || a.shape[0] != n)
-    throw InputError(path, "shape " + format_shape(a.shape) + " is not (num_nodes, num_features) "
-                               "with num_nodes = " + std::to_string(n) + " from manifest.json");
-  if (a.shape[1] != num_features)
-    throw InputError(path, std::to_string(a.shape[1]) +
-                               " columns but manifest.json says num_features = " +
-                               std::to_string(num_features));
+  check_dense_header(a, path, n, num_features);
   ds.features = Matrix(n, num_features);
   if (a.type == NpyType::f4 && !a.fortran_order) {
     if (!a.data.empty()) std::memcpy(ds.features.data(), a.data.data(), a.data.size());
@@ -259,14 +265,7 @@ void stream_sparsified_features(const std::string& dir, std::int64_t n, std::int
   const std::string path = join(dir, kDenseFile);
   NpyRowReader in(path);
   const NpyArray& h = in.header();
-  expect_dtype(h, {NpyType::f4, NpyType::f8}, "float32 or float64", path);
-  if (h.shape.size() != 2 || h.shape[0] != n)
-    throw InputError(path, "shape " + format_shape(h.shape) + " is not (num_nodes, num_features) "
-                               "with num_nodes = " + std::to_string(n) + " from manifest.json");
-  if (h.shape[1] != num_features)
-    throw InputError(path, std::to_string(h.shape[1]) +
-                               " columns but manifest.json says num_features = " +
-                               std::to_string(num_features));
+  check_dense_header(h, path, n, num_features);
   GNN_CHECK_CONFIG(opt.sample >= 1, opt.sample_option, " must be at least 1, got ", opt.sample);
   SparseFeatures& f = ds.sparse_features;
   f.layout = make_sparsify_layout(num_features, opt.k, opt.k_option);

@@ -47,21 +47,10 @@ Dataset small_dataset(std::int64_t n = 40, std::int64_t f = 5) {
 }
 
 void expect_same(const Dataset& a, const Dataset& b) {
-  EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.num_nodes, b.num_nodes);
-  EXPECT_EQ(a.edge_src, b.edge_src);
-  EXPECT_EQ(a.edge_dst, b.edge_dst);
+  test::expect_same_except_features(a, b);
   EXPECT_EQ(a.features.rows(), b.features.rows());
   EXPECT_EQ(a.features.cols(), b.features.cols());
   EXPECT_EQ(a.features.to_host(), b.features.to_host());
-  EXPECT_EQ(a.num_classes, b.num_classes);
-  EXPECT_EQ(a.multilabel, b.multilabel);
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.label_matrix, b.label_matrix);
-  EXPECT_EQ(a.train_idx, b.train_idx);
-  EXPECT_EQ(a.val_idx, b.val_idx);
-  EXPECT_EQ(a.test_idx, b.test_idx);
-  EXPECT_EQ(a.meta.dump(), b.meta.dump());
 }
 
 /// Expects read_dataset(dir) to fail with a message naming `file` and containing `needle`.

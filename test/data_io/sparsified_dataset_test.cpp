@@ -122,13 +122,7 @@ TEST_F(SparsifiedDataset, RoundTripsPositionsCodebookAndProvenance) {
   EXPECT_EQ(b.codebook_rows, f.codebook_rows);
   EXPECT_EQ(b.codebook_sample, kSample);
   EXPECT_EQ(b.codebook_seed, kSeed);
-  EXPECT_EQ(back.edge_src, dense_.edge_src);
-  EXPECT_EQ(back.edge_dst, dense_.edge_dst);
-  EXPECT_EQ(back.labels, dense_.labels);
-  EXPECT_EQ(back.train_idx, dense_.train_idx);
-  EXPECT_EQ(back.val_idx, dense_.val_idx);
-  EXPECT_EQ(back.test_idx, dense_.test_idx);
-  EXPECT_EQ(back.meta.dump(), dense_.meta.dump());
+  test::expect_same_except_features(back, dense_);
 
   EXPECT_FALSE(fs::exists(file("features.npy")));
   const Json m = manifest();
@@ -327,21 +321,18 @@ TEST_F(SparsifiedDataset, ManifestEntriesOutOfRangeAreRefused) {
   m["sparsified_features"].erase("codebook_seed");
   write_manifest(m);
   expect_read_error("manifest.json", "codebook_seed");
-  m = good;
-  m["version"] = 1;
-  write_manifest(m);
+  auto with_top = [&](const char* key, Json value) {
+    Json t = good;
+    t[key] = std::move(value);
+    write_manifest(t);
+  };
+  with_top("version", 1);
   expect_read_error("manifest.json", "\"sparsified_features\" needs format version 2");
-  m = good;
-  m["version"] = 3;
-  write_manifest(m);
+  with_top("version", 3);
   expect_read_error("manifest.json", "unknown format version 3 (this build reads versions 1 and 2)");
-  m = good;
-  m["num_features"] = 1;
-  write_manifest(m);
+  with_top("num_features", 1);
   expect_read_error("manifest.json", "sparsified features need at least 2 columns");
-  m = good;
-  m["sparsified_features"] = 5;
-  write_manifest(m);
+  with_top("sparsified_features", 5);
   expect_read_error("manifest.json", "\"sparsified_features\" must be an object");
 }
 

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/data/dataset.hpp"
+
 namespace halognn::test {
 
 /// A fresh directory under the system temp dir, removed again on destruction.
@@ -31,6 +33,22 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Everything of two datasets but their features is equal: name, graph, labels, splits, meta.
+inline void expect_same_except_features(const Dataset& a, const Dataset& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.num_nodes, b.num_nodes);
+  EXPECT_EQ(a.edge_src, b.edge_src);
+  EXPECT_EQ(a.edge_dst, b.edge_dst);
+  EXPECT_EQ(a.num_classes, b.num_classes);
+  EXPECT_EQ(a.multilabel, b.multilabel);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.label_matrix, b.label_matrix);
+  EXPECT_EQ(a.train_idx, b.train_idx);
+  EXPECT_EQ(a.val_idx, b.val_idx);
+  EXPECT_EQ(a.test_idx, b.test_idx);
+  EXPECT_EQ(a.meta.dump(), b.meta.dump());
+}
 
 /// $HALOGNN_SOURCE_DIR/../shared/datasets, or "" when absent.
 inline std::string shared_datasets() {
