@@ -90,21 +90,28 @@ void check_edges(const std::vector<GlobalId>& src, const std::vector<GlobalId>& 
                                ")");
 }
 
-void check_features(const Matrix& x, std::int64_t n, const std::string& origin) {
-  if (x.rows() != n)
-    throw InputError(origin, "features have " + std::to_string(x.rows()) + " rows, expected " +
-                                 std::to_string(n) + " (one per node)");
-  const std::vector<float> host_copy = x.device().is_host() ? std::vector<float>{} : x.to_host();
-  const float* p = x.device().is_host() ? x.data() : host_copy.data();
-  const std::int64_t m = x.size();
+/// Rows [first_row, first_row + rows) of a row-major feature matrix hold finite values only;
+/// else an InputError naming the first non-finite value's node and column.
+void check_finite_rows(const float* p, std::int64_t rows, std::int64_t cols,
+                       std::int64_t first_row, const std::string& origin) {
+  const std::int64_t m = rows * cols;
   std::int64_t bad = kNone;
 #pragma omp parallel for reduction(min : bad) schedule(static)
   for (std::int64_t k = 0; k < m; ++k)
     if (!std::isfinite(p[k])) bad = std::min(bad, k);
   if (bad != kNone)
     throw InputError(origin, "non-finite feature value " + std::to_string(p[bad]) + " at node " +
-                                 std::to_string(bad / x.cols()) + ", column " +
-                                 std::to_string(bad % x.cols()));
+                                 std::to_string(first_row + bad / cols) + ", column " +
+                                 std::to_string(bad % cols));
+}
+
+void check_features(const Matrix& x, std::int64_t n, const std::string& origin) {
+  if (x.rows() != n)
+    throw InputError(origin, "features have " + std::to_string(x.rows()) + " rows, expected " +
+                                 std::to_string(n) + " (one per node)");
+  const std::vector<float> host_copy = x.device().is_host() ? std::vector<float>{} : x.to_host();
+  const float* p = x.device().is_host() ? x.data() : host_copy.data();
+  check_finite_rows(p, x.rows(), x.cols(), 0, origin);
 }
 
 void check_labels(const std::vector<std::int32_t>& labels, std::int64_t n, std::int32_t classes,
@@ -286,14 +293,7 @@ void stream_sparsified_features(const std::string& dir, std::int64_t n, std::int
       for (std::int64_t k = 0; k < m; ++k) x[k] = static_cast<float>(wide[k]);
     }
     // The check of check_features, block by block (after narrowing float64, as there).
-    std::int64_t bad = kNone;
-#pragma omp parallel for reduction(min : bad) schedule(static)
-    for (std::int64_t k = 0; k < m; ++k)
-      if (!std::isfinite(x[k])) bad = std::min(bad, k);
-    if (bad != kNone)
-      throw InputError(path, "non-finite feature value " + std::to_string(x[bad]) + " at node " +
-                                 std::to_string(r0 + bad / cols) + ", column " +
-                                 std::to_string(bad % cols));
+    check_finite_rows(x.data(), rows, cols, r0, path);
     enc.encode_rows(r0, x.data(), rows, f.positions.data() + r0 * slots);
     if (opt.progress) opt.progress(r0 + rows, n);
   }
