@@ -18,10 +18,13 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// The clock of codec work on a GPU: it starts once the work queued before it (the layer's
-/// compute) has finished, so that codec_seconds() does not absorb the compute it waits for.
-Clock::time_point codec_clock(const Device& dev) {
-  if (!dev.is_host()) dev.synchronize();
+/// The clock of codec work. On a GPU whose exchange waits for the device anyway (staging through
+/// the host, or the completion, which ends with a synchronize), it starts once the work queued
+/// before it (the layer's compute) has finished, so that codec_seconds() does not absorb that
+/// compute. An exchange that hands device memory to the transport (NCCL) is not drained at its
+/// start: there the host queues the encode and goes on, and its clock counts the queueing.
+Clock::time_point codec_clock(const Device& dev, bool waits_anyway) {
+  if (!dev.is_host() && waits_anyway) dev.synchronize();
   return Clock::now();
 }
 
@@ -156,7 +159,8 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
 
   const DevicePtr& dev_ptr = plan.device();
   const Device& dev = *dev_ptr;
-  const auto t0 = codec_clock(dev);
+  const bool stage = !dev.is_host() && !transport_.accepts_device_memory(dev);
+  const auto t0 = codec_clock(dev, stage);
   const std::int64_t cols = src.cols;
   std::shared_ptr<const Codec> codec = codec_ptr(layer, dir);
   std::shared_ptr<Workspace> ws = workspace(layer, dir);
@@ -212,7 +216,6 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   // buffers, unless the transport takes device memory itself (NCCL).
   std::byte* send_base = ws->send_bytes.data();
   std::byte* recv_base = ws->recv_bytes.data();
-  const bool stage = !dev.is_host() && !transport_.accepts_device_memory(dev);
   if (stage) {
     const DevicePtr staging = host_staging_device(dev);
     ensure(ws->send_host, send_off[n_send], staging);
@@ -245,7 +248,7 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   auto complete = [this, plan_copy = plan, ws, codec, base_ctx, recv_size, recv_off, dst, cols,
                    accumulate, dev_ptr, stage]() {
     const Device& d = *dev_ptr;
-    const auto t1 = codec_clock(d);
+    const auto t1 = codec_clock(d, /*waits_anyway=*/true);
     const SlotMap& side = plan_copy.recv();
     const std::size_t n = side.num_peers();
     if (stage && recv_off[n] > 0)
@@ -300,7 +303,8 @@ Request HaloExchange::start_selected(Direction dir, int layer, std::int64_t epoc
 
   const DevicePtr& dev_ptr = plan.device();
   const Device& dev = *dev_ptr;
-  const auto t0 = codec_clock(dev);
+  const bool on_device = !dev.is_host() && transport_.accepts_device_memory(dev);
+  const auto t0 = codec_clock(dev, !on_device);
   const std::int64_t cols = src.cols;
   std::shared_ptr<const Codec> codec = codec_ptr(layer, dir);
 
@@ -338,7 +342,6 @@ Request HaloExchange::start_selected(Direction dir, int layer, std::int64_t epoc
 
   // Messages on the host (staged from a GPU) or, for a transport that takes device memory, on
   // the device: [u32 count][u32 index x count][codec block].
-  const bool on_device = !dev.is_host() && transport_.accepts_device_memory(dev);
   const DevicePtr msg_dev = on_device ? dev_ptr : cpu_device();
   struct Outgoing {
     Buffer<std::byte> bytes;
@@ -397,7 +400,7 @@ Request HaloExchange::start_selected(Direction dir, int layer, std::int64_t epoc
   auto complete = [this, plan_copy = plan, outgoing, incoming, codec, base_ctx, slots, cols,
                    received, dev_ptr, msg_dev, layer, dir]() {
     const Device& d = *dev_ptr;
-    const auto t1 = codec_clock(d);
+    const auto t1 = codec_clock(d, /*waits_anyway=*/true);
     const SlotMap& side = plan_copy.recv();
     if (received) received->assign(side.num_peers(), {});
     for (std::size_t k = 0; k < side.num_peers(); ++k) {
