@@ -329,11 +329,6 @@ Matrix gpu_random_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t str
   return random_matrix(rows, cols, stream).clone(gpu);
 }
 
-template <typename T>
-Buffer<T> to_gpu(std::span<const T> host, const DevicePtr& gpu) {
-  return Buffer<T>::from_host(host, gpu);
-}
-
 /// SpMM, SpMM-transpose, the layers' GEMMs and every codec on GPU 0, against the GPU's own
 /// limits measured here: device-to-device copy bandwidth (bytes read + written, 1 GiB buffers)
 /// and the SGEMM rate of an 8192^3 product. SpMM rows give the gather rate (every stored entry
@@ -371,9 +366,9 @@ void gpu_table(const CsrMatrix& a, const std::vector<std::int64_t>& widths, std:
   // The graph on the GPU.
   const CsrView hv = a.view();
   const std::int64_t n = hv.rows, nnz = hv.nnz;
-  Buffer<std::int32_t> row_ptr = to_gpu(std::span<const std::int32_t>(hv.row_ptr, n + 1), gpu);
-  Buffer<LocalId> col = to_gpu(std::span<const LocalId>(hv.col, nnz), gpu);
-  Buffer<float> val = to_gpu(std::span<const float>(hv.val, nnz), gpu);
+  const auto row_ptr = Buffer<std::int32_t>::from_host({hv.row_ptr, static_cast<std::size_t>(n + 1)}, gpu);
+  const auto col = Buffer<LocalId>::from_host({hv.col, static_cast<std::size_t>(nnz)}, gpu);
+  const auto val = Buffer<float>::from_host({hv.val, static_cast<std::size_t>(nnz)}, gpu);
   const CsrView av{n, hv.cols, nnz, row_ptr.data(), col.data(), val.data()};
   CsrView pattern = av;
   pattern.val = nullptr;
@@ -436,7 +431,7 @@ void gpu_table(const CsrMatrix& a, const std::vector<std::int64_t>& widths, std:
   // bytes moved (fp32 read + encoded written, or back).
   std::vector<GlobalId> ids(static_cast<std::size_t>(codec_rows));
   for (std::int64_t i = 0; i < codec_rows; ++i) ids[i] = 3 * i + 1;
-  Buffer<GlobalId> gids = to_gpu(std::span<const GlobalId>(ids), gpu);
+  const auto gids = Buffer<GlobalId>::from_host(ids, gpu);
   for (const std::int64_t f : std::vector<std::int64_t>{128, hidden}) {
     const Matrix x = gpu_random_matrix(codec_rows, f, 40, gpu);
     Matrix y(codec_rows, f, gpu);

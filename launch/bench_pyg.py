@@ -93,13 +93,12 @@ def pyg_run(a):
                       "tf32": bool(torch.backends.cuda.matmul.allow_tf32)}))
 
 
-def run(cmd, env=None, quiet=True):
+def run(cmd, env=None):
+    """Runs cmd; returns its output and wall seconds, or raises with the output's end."""
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         raise RuntimeError("%s failed (%d):\n%s" % (" ".join(cmd), r.returncode, r.stdout[-3000:]))
-    if not quiet:
-        print(r.stdout, end="")
     return r.stdout, time.perf_counter() - t0
 
 

@@ -67,17 +67,17 @@ pack() {
   echo "packed $dir: $(du -sh "$dir" | cut -f1) ($(ls "$dir/debs" | wc -l) Debian packages)"
 }
 
-install_runtime() {  # $1: folder of .deb files
-  local missing=0
+install_runtime() {  # $1: the pack (its debs/ and build/)
+  local missing=0 debs="$1/debs"
   command -v mpirun > /dev/null || missing=1
-  for f in "$dir"/build/bin/* "$dir"/build/test/cuda/test_cuda*; do
+  for f in "$1"/build/bin/* "$1"/build/test/cuda/test_cuda*; do
     [[ -x "$f" && ! "$f" == *.cmake ]] || continue
     ldd "$f" | grep -v -e libcu -e libnccl -e libnvJitLink | grep -q "not found" && missing=1
   done
   [[ $missing == 1 ]] || return 0
   echo "== installing the packed Debian packages (mpirun or a library is missing)"
   local stage; stage="$(mktemp -d)"
-  for d in "$1"/*.deb; do dpkg -x "$d" "$stage"; done
+  for d in "$debs"/*.deb; do dpkg -x "$d" "$stage"; done
   # Merged /usr: the packages' /lib, /bin and /sbin belong under /usr on current systems.
   for top in lib lib64 bin sbin; do
     [[ -d "$stage/$top" ]] || continue
@@ -87,7 +87,7 @@ install_runtime() {  # $1: folder of .deb files
   cp -a -n "$stage/." / 2> /dev/null || true
   rm -rf "$stage"
   ldconfig
-  command -v mpirun > /dev/null || { echo "gpu_bench.sh: mpirun still missing after installing $1" >&2; exit 1; }
+  command -v mpirun > /dev/null || { echo "gpu_bench.sh: mpirun still missing after installing $debs" >&2; exit 1; }
 }
 
 run() {
@@ -105,7 +105,7 @@ run() {
   done
   [[ -f "$dir/build/ORIGIN" ]] || { echo "gpu_bench.sh run: $dir holds no pack (run: $0 pack)" >&2; exit 1; }
   local out="${OUT:-$(mktemp -d)}"
-  install_runtime "$dir/debs"
+  install_runtime "$dir"
   # CUDA libraries from the toolkit, NCCL from the loader's path or PyTorch's wheel.
   local cudalib="${CUDA_HOME:-/usr/local/cuda}/lib64"
   command -v nvcc > /dev/null && cudalib="$(dirname "$(command -v nvcc)")/../lib64"
