@@ -230,17 +230,6 @@ SplitFile open_split(const std::string& dir, int s, std::int64_t n) {
   return sf;
 }
 
-std::uint32_t crc_of(std::uint32_t crc, const void* data, std::size_t n) {
-  const auto* p = static_cast<const Bytef*>(data);
-  while (n > 0) {
-    const std::size_t piece = std::min<std::size_t>(n, std::size_t{1} << 30);
-    crc = static_cast<std::uint32_t>(::crc32(crc, p, static_cast<uInt>(piece)));
-    p += piece;
-    n -= piece;
-  }
-  return crc;
-}
-
 /// This rank's block of nodes: complete neighbour lists and the rows of the node arrays.
 struct NodeBlock {
   GlobalId begin = 0, end = 0;
@@ -432,8 +421,8 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
                       "node id ", (src[e] < 0 || src[e] >= N) ? src[e] : dst[e],
                       " out of range [0, ", N, ") (edge ", st.edge_begin + e, ")");
     }
-    crc.src = crc_of(crc32(0, nullptr, 0), src.data(), src.size() * sizeof(GlobalId));
-    crc.dst = crc_of(crc32(0, nullptr, 0), dst.data(), dst.size() * sizeof(GlobalId));
+    crc.src = crc_update(crc32(0, nullptr, 0), src.data(), src.size() * sizeof(GlobalId));
+    crc.dst = crc_update(crc32(0, nullptr, 0), dst.data(), dst.size() * sizeof(GlobalId));
     crc.src_len = crc.dst_len = src.size() * sizeof(GlobalId);
 
     // Node rows [begin, end): features, labels, masks.
@@ -449,7 +438,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
         GNN_CHECK_INPUT(nb.label_matrix[i] <= 1, labels.path(), "multi-label entry (node ",
                         nb.begin + static_cast<std::int64_t>(i / C), ", class ", i % C, ") is ",
                         int{nb.label_matrix[i]}, ", expected 0 or 1");
-      crc.labels = crc_of(crc32(0, nullptr, 0), nb.label_matrix.data(), nb.label_matrix.size());
+      crc.labels = crc_update(crc32(0, nullptr, 0), nb.label_matrix.data(), nb.label_matrix.size());
       crc.labels_len = nb.label_matrix.size();
     } else {
       const std::vector<std::int64_t> l = npy_to_int64(labels.read_rows(nb.begin, nloc),
@@ -461,7 +450,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
                         ") (-1 = unlabelled)");
         nb.labels[i] = static_cast<std::int32_t>(l[i]);
       }
-      crc.labels = crc_of(crc32(0, nullptr, 0), nb.labels.data(),
+      crc.labels = crc_update(crc32(0, nullptr, 0), nb.labels.data(),
                           nb.labels.size() * sizeof(std::int32_t));
       crc.labels_len = nb.labels.size() * sizeof(std::int32_t);
     }

@@ -28,12 +28,6 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace fs = std::filesystem;
 
-namespace {
-
-constexpr char kMagic[8] = {'H', 'G', 'N', 'N', 'P', 'A', 'R', 'T'};
-constexpr std::uint32_t kNumSections = 12;
-constexpr std::uint32_t kFlagMultilabel = 1;
-
 std::uint32_t crc_update(std::uint32_t crc, const void* data, std::size_t n) {
   // zlib takes uInt lengths; feed large buffers in 1 GiB pieces.
   const auto* p = static_cast<const Bytef*>(data);
@@ -45,6 +39,12 @@ std::uint32_t crc_update(std::uint32_t crc, const void* data, std::size_t n) {
   }
   return crc;
 }
+
+namespace {
+
+constexpr char kMagic[8] = {'H', 'G', 'N', 'N', 'P', 'A', 'R', 'T'};
+constexpr std::uint32_t kNumSections = 12;
+constexpr std::uint32_t kFlagMultilabel = 1;
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }

@@ -26,6 +26,9 @@ inline constexpr const char* kPartitionFormatName = "halognn-partition";
 /// "part-00003.bin" for rank 3.
 std::string partition_file_name(Rank rank);
 
+/// zlib's CRC-32 of n more bytes after `crc` (any length: fed to zlib in 1 GiB pieces).
+std::uint32_t crc_update(std::uint32_t crc, const void* data, std::size_t n);
+
 /// A short hex hash of the dataset's identity: node count, edge arrays, feature shape, classes
 /// and labels. Two datasets with the same fingerprint give the same partitions.
 std::string dataset_fingerprint(const Dataset& ds);
