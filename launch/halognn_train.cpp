@@ -126,7 +126,7 @@ std::string memory_report(const MemoryEstimate& shape, const std::vector<double>
   }
   const std::size_t n = shape.terms.size();
   std::snprintf(line, sizeof line,
-                "  start-up only: %s host + %s device (the features as read and their copy); "
+                "  start-up only: %s host + %s device (the features as read, and their copy or their CSR); "
                 "per epoch: %s host + %s device\n",
                 format_bytes(at(big, n)).c_str(), format_bytes(at(big, n + 1)).c_str(),
                 format_bytes(at(big, n + 2)).c_str(), format_bytes(at(big, n + 3)).c_str());

@@ -144,6 +144,12 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const bool compact = s.sparse_slots > 0;
   const double slots = static_cast<double>(s.sparse_slots);
   const bool sparse = !compact && cfg.sparse_features && density < 0.1;
+  // Exact layer-0 rows cross once as feature rows (training/feature_rows.hpp) through host
+  // messages, not the halo exchange's buffers (Trainer::feature_rows_exchange); sparse, the CSR
+  // is then built from the owned rows and the received ones, and no dense input exists.
+  const bool feature_rows = !compact && cfg.sparse_features && !cfg.compress_layer0 &&
+                            !where.transport_takes_device_memory;
+  const bool csr_direct = sparse && feature_rows;
   const bool dropout = cfg.dropout > 0;
   const bool pipelined = cfg.exchange == ExchangeMode::pipelined;
   const bool refresh = cfg.exchange == ExchangeMode::refresh;
@@ -273,6 +279,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       exchange += slots * sends;
       continue;
     }
+    if (l == 0 && feature_rows) continue;  // host messages, gone after the exchange
     const double f_bytes = encoded(fc, s.send_counts, w) + encoded(fc, s.recv_counts, w);
     const double f_rows = (!s.send_contiguous && w > 0) ? kF * sends * wd : 0;
     exchange += f_bytes + f_rows;
@@ -286,7 +293,17 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     exchange += b_bytes + (w > 0 ? kF * sends * wd : 0);
     staging += b_bytes;
   }
+  // The feature rows' messages, sent and received (host): a count per row, then the row's
+  // non-zeros as pairs when sparse or its values (halo rows assumed as dense as the owned ones);
+  // a dense receiver on a GPU stages one peer's decoded rows (at most all halo rows).
+  const double row_nnz = density * feat;
+  const double row_bytes = kI + (2 * row_nnz < feat ? (kI + kF) * row_nnz : kF * feat);
+  const double rows_messages = row_bytes * (sends + recvs) +
+                               (!where.device_is_host && !sparse ? kF * feat * recvs : 0);
+  // Sparse input built directly: the host CSR of all local rows exists beside the messages.
+  const double host_csr = kI * (nl + 1) + (kI + kF) * density * nl * feat;
   const double layer0_exchange = [&] {
+    if (feature_rows) return 0.0;  // all of it host memory (rows_messages)
     if (compact) return slots * sends;
     const std::int64_t w = dims[0].in;
     return encoded(*layer0, s.send_counts, w) + encoded(*layer0, s.recv_counts, w) +
@@ -327,8 +344,11 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
 
   // The feature matrix as read and its copy on the device; sparsified, the positions as read and
   // the host copy of all local rows' positions the exchange fills.
-  e.startup_host = to_bytes(compact ? own * slots + nl * slots : kF * own * feat);
-  e.startup_device = to_bytes(compact ? 0 : kF * own * feat);
+  // Built directly as CSR: the features as read and the owned rows' CSR beside them.
+  e.startup_host = to_bytes(compact      ? own * slots + nl * slots
+                            : csr_direct ? kF * own * feat + kI * (own + 1) + (kI + kF) * density * own * feat
+                                         : kF * own * feat);
+  e.startup_device = to_bytes(compact || csr_direct ? 0 : kF * own * feat);
   // A checkpoint (--checkpoint-dir) holds a host copy of the rank's state while it is written:
   // the parameters and the optimiser's moments, the best model's snapshot, and the policy's
   // state (pipelined rows and gradients, refresh caches and ages).
@@ -344,7 +364,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   e.epoch_device = to_bytes((pipelined ? largest_forward : 0) + (cfg.restore_best ? snapshot : 0));
 
   // Phases: building the Trainer (features staged, no layer caches or exchange buffers yet), the
-  // one-time feature exchange (dense input and, when sparse, its CSR side by side), and training.
+  // one-time feature exchange (dense input and, when sparse, its CSR side by side; built directly
+  // from feature rows, the CSR alone on the device), and training.
   const double steady_dev = static_cast<double>(e.steady(dev));
   const double steady_host = static_cast<double>(e.steady(host));
   const double lazy = activations - [&] {
@@ -353,17 +374,20 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       ctor += kF * nl * static_cast<double>(dims[static_cast<std::size_t>(l)].in) * (dropout ? 3 : 2);
     return ctor;
   }();
-  const double ctor_dev = steady_dev - exchange - lazy - x0_steady + (compact ? kF * slots : x0_dense) +
+  const double ctor_x0 = compact ? kF * slots : csr_direct ? 0 : x0_dense;
+  const double ctor_dev = steady_dev - exchange - lazy - x0_steady + ctor_x0 +
                           static_cast<double>(e.startup_device);
   const double ctor_host = partition_host + static_cast<double>(e.startup_host);
   const double exchange_dev = ctor_dev - static_cast<double>(e.startup_device) + layer0_exchange +
                               (sparse ? x0_sparse : compact ? x0_compact : 0);
+  const double exchange_host =
+      partition_host + (feature_rows ? rows_messages + (csr_direct ? host_csr : 0) : 0);
   const double train_dev = steady_dev + static_cast<double>(e.epoch_device);
   const double train_host = steady_host + static_cast<double>(e.epoch_host);
   e.peak_device = to_bytes(std::max({ctor_dev, exchange_dev, train_dev}));
-  e.peak_host = to_bytes(std::max({ctor_host, partition_host, train_host}));
+  e.peak_host = to_bytes(std::max({ctor_host, exchange_host, train_host}));
   e.peak_total = where.device_is_host
-                     ? to_bytes(std::max({ctor_dev + ctor_host, exchange_dev + partition_host,
+                     ? to_bytes(std::max({ctor_dev + ctor_host, exchange_dev + exchange_host,
                                           train_dev + train_host}))
                      : e.peak_host;
   return e;

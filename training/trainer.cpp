@@ -133,6 +133,7 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
                    "--compress-layer0: the partition ", cfg_.partition_dir,
                    " holds sparsified features, whose positions cross once as they are (no codec)");
   sparse_input_ = !compact_input_ && cfg_.sparse_features && nonzero_fraction(part_.features) < 0.1;
+  const bool csr_direct = sparse_input_ && feature_rows_exchange();
 
   // Buffers.
   const LocalId n_local = part_.num_local(), n_own = part_.num_owned;
@@ -140,7 +141,9 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     const std::int64_t w = layers_[l]->in_dim();
     // Compact mode: layer 0 reads positions and codebook (and draws its dropout inside the
     // kernels), so it needs neither a dense input nor a dropout buffer.
-    x_.emplace_back(l == 0 && compact_input_ ? Matrix() : Matrix(n_local, w, dev_));
+    // Sparse input crossing as feature rows: the CSR is built from the owned rows and the
+    // received ones directly, so no rank ever holds its layer-0 input dense either.
+    x_.emplace_back(l == 0 && (compact_input_ || csr_direct) ? Matrix() : Matrix(n_local, w, dev_));
     const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && (sparse_input_ || compact_input_));
     xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
     // Layer 0's input gradient is never needed (features are constants).
@@ -194,11 +197,16 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     return;
   }
   if (cfg_.row_normalize_features) row_normalize(part_.features);
-  {
+  if (csr_direct) {
+    x0_host_ = std::make_unique<HostCsr>(part_.num_features());
+    const std::span<const float> f = part_.features.host();
+    for (LocalId r = 0; r < n_own; ++r)
+      x0_host_->append_dense(f.data() + static_cast<std::int64_t>(r) * part_.num_features());
+  } else {
     const Matrix f = part_.features.clone(dev_);
     kernels::copy(*dev_, f.view(), x_[0].view().rows_range(0, n_own));
   }
-  part_.features = Matrix();  // the device copy in x_[0] is all we need from here on
+  part_.features = Matrix();  // x_[0] (or the owned rows' CSR) is all we need from here on
   if (!cfg_.compress_layer0) exchange_->set_codec(0, Direction::forward, make_codec("fp32"));
 }
 
@@ -214,17 +222,117 @@ void Trainer::exchange_features_once() {
   }
   DenseView x0 = x_[0].view();
   traffic_.reset();
-  HaloExchange& ex = features_exchange_ ? *features_exchange_ : *exchange_;
-  ex.start_forward(0, 0, cfg_.seed, x0.rows_range(0, n_own), x0.rows_range(n_own, n_local)).wait();
+  if (feature_rows_exchange()) {
+    exchange_feature_rows();
+  } else {
+    HaloExchange& ex = features_exchange_ ? *features_exchange_ : *exchange_;
+    ex.start_forward(0, 0, cfg_.seed, x0.rows_range(0, n_own), x0.rows_range(n_own, n_local)).wait();
+  }
   feature_exchange_bytes_ = global_bytes(traffic_.total().total());
   features_exchanged_ = true;
   if (sparse_input_) {
     // All local rows, halo included; forward points layer 0 at these values or the dropped ones.
-    x0_csr_ = kernels::dense_to_csr(dev_, x_[0].view());
+    if (x0_host_) {
+      x0_csr_ = x0_host_->to_device(dev_);
+      x0_host_.reset();
+    } else {
+      x0_csr_ = kernels::dense_to_csr(dev_, x_[0].view());
+      x_[0] = Matrix();  // the CSR is all layer 0 reads from now on (1.2 GB saved on Physics)
+    }
     x0_dropped_ = Buffer<float>(static_cast<std::size_t>(x0_csr_.nnz()), dev_);
-    x_[0] = Matrix();  // the CSR is all layer 0 reads from now on (1.2 GB saved on Physics)
   }
   finish_feature_bytes();
+}
+
+bool Trainer::feature_rows_exchange() const {
+  // Exact layer-0 rows (no --compress-layer0 codec) unless --dense-features asks for the dense
+  // path throughout; the messages are host memory, so a transport that takes device memory
+  // (NCCL) keeps the halo exchange. Every rank decides the same from the configuration.
+  return cfg_.sparse_features && !cfg_.compress_layer0 && !compact_input_ &&
+         !transport_.accepts_device_memory(*dev_);
+}
+
+void Trainer::exchange_feature_rows() {
+  // The halo rows' features cross once as exact fp32 rows, a sparse row as (column, value) pairs
+  // (training/feature_rows.hpp): bag-of-words features cost their non-zeros, not their width.
+  const std::int64_t cols = layers_[0]->in_dim();
+  const DenseView x0 = x_[0].view();
+  std::vector<float> staged(x0_host_ || dev_->is_host() ? 0 : static_cast<std::size_t>(cols));
+  std::vector<LocalId> nz_col;
+  std::vector<float> nz_val;
+  auto owned_row = [&](LocalId r) -> FeatureRowView {
+    if (x0_host_) return {x0_host_->row_col(r), x0_host_->row_val(r)};
+    const float* p = x0.row(r);
+    if (!dev_->is_host()) {
+      dev_->copy_to_host(staged.data(), p, staged.size() * sizeof(float));
+      p = staged.data();
+    }
+    nz_col.clear();
+    nz_val.clear();
+    for (std::int64_t j = 0; j < cols; ++j)
+      if (p[j] != 0.0f) {
+        nz_col.push_back(static_cast<LocalId>(j));
+        nz_val.push_back(p[j]);
+      }
+    return {nz_col, nz_val};
+  };
+  std::vector<std::vector<std::byte>> out;
+  std::vector<PeerBytes> sends;
+  out.reserve(part_.send.size());
+  for (const PeerRows& pr : part_.send) {
+    if (pr.rows.empty()) continue;
+    out.emplace_back();
+    const FeatureRowBytes b = encode_feature_rows(
+        static_cast<std::int64_t>(pr.rows.size()), cols,
+        [&](std::int64_t i) { return owned_row(pr.rows[static_cast<std::size_t>(i)]); }, out.back());
+    traffic_.add(0, Direction::forward, pr.peer, static_cast<std::int64_t>(pr.rows.size()), b.payload,
+                 b.metadata + Transport::kVariableHeaderBytes);
+    sends.push_back({pr.peer, out.back()});
+  }
+  std::vector<const PeerRows*> from;
+  std::vector<Rank> peers;
+  for (const PeerRows& pr : part_.recv) {
+    if (pr.rows.empty()) continue;
+    from.push_back(&pr);
+    peers.push_back(pr.peer);
+  }
+  std::vector<std::vector<std::byte>> in(peers.size());
+  ReceiveRoom room = [&in](std::size_t k, std::size_t bytes) {
+    in[k].resize(bytes);
+    return std::span<std::byte>(in[k]);
+  };
+  transport_.exchange_variable(sends, peers, exchange_->tag(0, Direction::forward), room).wait();
+  out = {};
+  // Decoded in the order of the halo rows: a peer's rows are contiguous and in the order it
+  // sends them (local_partition.hpp), and the CSR grows row after row.
+  std::vector<std::size_t> order(from.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return from[a]->rows[0] < from[b]->rows[0]; });
+  LocalId next = part_.num_owned;
+  std::vector<float> rows;
+  for (const std::size_t k : order) {
+    const PeerRows& pr = *from[k];
+    for (std::size_t i = 0; i < pr.rows.size(); ++i)
+      GNN_ASSERT(pr.rows[i] == next + static_cast<LocalId>(i), "halo rows of peer ", pr.peer,
+                 " are not contiguous after the rows of the peers before it");
+    next += static_cast<LocalId>(pr.rows.size());
+    const auto n = static_cast<std::int64_t>(pr.rows.size());
+    const std::string origin = "feature exchange on rank " + std::to_string(transport_.rank()) +
+                               ", message from rank " + std::to_string(pr.peer);
+    if (x0_host_) {
+      decode_feature_rows(in[k], n, cols, nullptr, x0_host_.get(), origin);
+    } else if (dev_->is_host()) {
+      decode_feature_rows(in[k], n, cols, x0.row(pr.rows[0]), nullptr, origin);
+    } else {
+      rows.resize(static_cast<std::size_t>(n * cols));
+      decode_feature_rows(in[k], n, cols, rows.data(), nullptr, origin);
+      dev_->copy_from_host(x0.row(pr.rows[0]), rows.data(), rows.size() * sizeof(float));
+    }
+    in[k] = {};
+  }
+  GNN_ASSERT(next == part_.num_local(), "the halo rows of rank ", transport_.rank(),
+             " are not all received");
 }
 
 void Trainer::exchange_compact_features() {
@@ -699,10 +807,11 @@ FinalMetrics Trainer::run(const std::function<void(const EpochMetrics&)>& on_epo
   f.feature_exchange_bytes = feature_exchange_bytes_;
   f.feature_bytes = feature_bytes_;
   f.feature_form = compact_input_ ? "sparsified" : sparse_input_ ? "csr" : "dense";
-  f.feature_exchange_codec = compact_input_ ? std::string("positions")
-                                            : (features_exchange_ ? *features_exchange_ : *exchange_)
-                                                  .codec(0, Direction::forward)
-                                                  .name();
+  f.feature_exchange_codec = compact_input_           ? std::string("positions")
+                              : feature_rows_exchange() ? std::string("fp32-rows")
+                                                        : (features_exchange_ ? *features_exchange_ : *exchange_)
+                                                              .codec(0, Direction::forward)
+                                                              .name();
   // The protocol (docs/training.md): the schedule sets each epoch's rate, every evaluation goes
   // through model selection (the best one's parameters are kept when they will be restored),
   // and patience ends training early. All decisions use all-reduced values: every rank agrees.

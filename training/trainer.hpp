@@ -31,6 +31,7 @@
 #include "training/lr_schedule.hpp"
 #include "training/metrics.hpp"
 #include "training/model_selection.hpp"
+#include "training/feature_rows.hpp"
 #include "training/train_config.hpp"
 #include "partition/local_partition.hpp"
 
@@ -132,6 +133,10 @@ class Trainer {
  private:
   void exchange_features_once();
   void exchange_compact_features();
+  /// Whether layer 0's features cross as exact rows with sparse ones as pairs
+  /// (training/feature_rows.hpp) rather than through the halo exchange's layer-0 codec.
+  bool feature_rows_exchange() const;
+  void exchange_feature_rows();
   /// Fills feature_bytes_ (collective), once the layer-0 input has its final form.
   void finish_feature_bytes();
   void forward(std::int64_t epoch, bool training);
@@ -180,6 +185,9 @@ class Trainer {
   bool sparse_input_ = false;
   CsrMatrix x0_csr_;         ///< sparse mode: x_[0] (all local rows) as CSR, after the exchange
   Buffer<float> x0_dropped_; ///< sparse mode: x0_csr_'s values after this epoch's dropout
+  /// Sparse mode with the feature-rows exchange: the owned rows' CSR on the host, then the
+  /// received halo rows appended, until the exchange moves it to x0_csr_.
+  std::unique_ptr<HostCsr> x0_host_;
   bool compact_input_ = false;
   std::vector<std::uint8_t> x0_pos_host_;  ///< compact mode: all local rows' positions, until the exchange
   Buffer<std::uint8_t> x0_pos_;            ///< compact mode: all local rows' positions (num_local x slots)

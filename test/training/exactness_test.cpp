@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <cstdio>
 
 #include "comm/transport.hpp"
 #include "test/training/training_fixture.hpp"
@@ -170,6 +173,78 @@ TEST(Codecs, ExplicitFp32PlanEqualsTheDefaultAndAQuantizedLayerDoesNot) {
   cfg.codec_forward = "q8,fp32";
   EXPECT_NE(train(cfg, testing::partition_of(ds, size, rank), *world).loss, base.loss)
       << "--compress-layer0 quantizes the one-time feature exchange";
+}
+
+// Bag-of-words features cross once as feature rows (training/feature_rows.hpp): a sparse row as
+// (column, value) pairs, a row with half its entries or more as all its values. Layer 0 then
+// builds its CSR from the owned and the received rows directly; P ranks train as one rank does
+// (1e-4, as above: a wrong or missing halo row moves the loss by far more), and the bytes
+// counted are exactly those of the format: per message an 8-byte size, per row a 4-byte count
+// and 8 bytes per non-zero (sparse) or 4 per column (dense).
+TEST(FeatureRows, BagOfWordsCrossAsPairsAndTrainLikeOneRank) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ASSERT_GE(size, 2) << "features cross only between ranks";
+  // The small graph with 64 features, of which each row keeps its 2 largest (about 3%); every
+  // 20th row keeps half its entries (it crosses dense).
+  SbmConfig sc;
+  sc.num_nodes = 600;
+  sc.num_edges = 3000;
+  sc.num_classes = 4;
+  sc.num_features = 64;
+  sc.homophily = 0.8;
+  sc.train_fraction = 0.3;
+  sc.val_fraction = 0.2;
+  sc.seed = 3;
+  Dataset ds = generate_sbm(sc);
+  const std::int64_t F = ds.features.cols();
+  for (std::int64_t i = 0; i < ds.features.rows(); ++i) {
+    std::vector<float> sorted(F);
+    for (std::int64_t j = 0; j < F; ++j) sorted[j] = ds.features(i, j);
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    for (std::int64_t j = 0; j < F; ++j)
+      if (i % 20 == 0 ? j >= F / 2 : ds.features(i, j) < sorted[1]) ds.features(i, j) = 0.0f;
+  }
+  for (const ModelKind kind : {ModelKind::gcn, ModelKind::sage}) {
+    SCOPED_TRACE(to_string(kind));
+    TrainConfig cfg = testing::small_config(kind);
+    cfg.epochs = 10;
+    auto world = make_mpi_transport(MPI_COMM_WORLD);
+    auto self = make_mpi_transport(MPI_COMM_SELF);
+    {
+      Trainer probe(cfg, testing::partition_of(ds, 1, 0), *self, cpu_device());
+      if (rank == 0) std::printf("[ features ] layer 0 reads %s\n", probe.sparse_input() ? "CSR" : "dense");
+    }
+    const Trace single = train(cfg, testing::partition_of(ds, 1, 0), *self);
+    const Trace distributed = train(cfg, testing::partition_of(ds, size, rank), *world);
+    for (std::size_t e = 0; e < single.loss.size(); ++e)
+      EXPECT_NEAR(distributed.loss[e], single.loss[e], 1e-4 * std::fabs(single.loss[e])) << "epoch " << e;
+    EXPECT_LT(single.loss.back(), 0.9 * single.loss.front());
+
+    // The bytes of the format, from the rows this rank sends.
+    LocalPartition part = testing::partition_of(ds, size, rank);
+    std::int64_t expected = 0, dense_rows = 0;
+    for (const PeerRows& pr : part.send) {
+      if (pr.rows.empty()) continue;
+      expected += 8;
+      for (const LocalId r : pr.rows) {
+        std::int64_t c = 0;
+        for (std::int64_t j = 0; j < F; ++j) c += part.features(r, j) != 0.0f;
+        expected += 4 + (2 * c < F ? 8 * c : 4 * F);
+        dense_rows += 2 * c >= F;
+      }
+    }
+    std::int64_t sums[2] = {expected, dense_rows};
+    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    EXPECT_GT(sums[1], 0) << "some rows cross dense";
+    cfg.epochs = 1;
+    Trainer t(cfg, std::move(part), *world, cpu_device());
+    EXPECT_TRUE(t.sparse_input());
+    const FinalMetrics f = t.run({});
+    EXPECT_EQ(f.feature_exchange_bytes, static_cast<std::uint64_t>(sums[0]));
+    EXPECT_EQ(f.feature_exchange_codec, "fp32-rows");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Exactness,

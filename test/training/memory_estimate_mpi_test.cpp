@@ -172,7 +172,11 @@ INSTANTIATE_TEST_SUITE_P(
                            }},
                       Case{"gcn_pipelined", ModelKind::gcn, "q2", ExchangeMode::pipelined, false},
                       Case{"sage_refresh", ModelKind::sage, "fp32", ExchangeMode::refresh, false},
-                      Case{"sage_sparse", ModelKind::sage, "fp32", ExchangeMode::sync, true}),
+                      Case{"sage_sparse", ModelKind::sage, "fp32", ExchangeMode::sync, true},
+                      // Dense features crossing as feature rows (the default path): no layer-0
+                      // exchange buffers on the device.
+                      Case{"gcn_feature_rows", ModelKind::gcn, "fp32", ExchangeMode::sync, false,
+                           [](TrainConfig& c) { c.sparse_features = true; }}),
     [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 TEST(MemoryEstimate, NamesTheLargestTermAndItsOptions) {
