@@ -16,7 +16,7 @@ using detail::CudaContext;
 __device__ __forceinline__ float entry_value(const CompactView& x, std::int64_t i, std::int64_t s,
                                              std::int64_t col, float keep_scale) {
   const float v = x.codebook[s];
-  if (x.drop_p == 0.0f) return v;
+  if (x.drop_p == 0.0f || v == 0.0f) return v;  // a zero stays zero: no draw
   const CounterRng rng(x.drop_key);
   return rng.uniform(static_cast<std::uint64_t>(x.row_ids[i]), static_cast<std::uint64_t>(col)) >=
                  x.drop_p

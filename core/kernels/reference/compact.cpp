@@ -35,7 +35,9 @@ void row_entries(const CompactView& x, std::int64_t i, float* val, std::int64_t*
   for (std::int64_t s = 0; s < x.slots; ++s) {
     col[s] = static_cast<std::int64_t>(x.slot_base[s]) + pos[s];
     float v = x.codebook[s];
-    if (x.drop_p > 0.0f)
+    // A zero value stays zero whatever its mask, so its draw is skipped (the draws are keyed by
+    // (row, column): skipping one moves no other).
+    if (x.drop_p > 0.0f && v != 0.0f)
       v = rng.uniform(static_cast<std::uint64_t>(x.row_ids[i]), static_cast<std::uint64_t>(col[s])) >= x.drop_p
               ? v * keep_scale
               : 0.0f;
