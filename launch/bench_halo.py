@@ -3,12 +3,14 @@
 exchange, on the real datasets (docs/benchmarks.md, "Semantic groups" and "Selective refresh").
 
 usage: bench_halo.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--datasets ...] [--models ...]
-  semantic  the SC-GNN Table 1 protocol: halo MB per epoch at every --ranks, accuracy (mean over
-            --seeds) and epoch time (without and with an emulated --link-gbps link) at every
+  semantic  the SC-GNN Table 1 protocol: halo MB per epoch and epoch time (without and with an
+            emulated --link-gbps link) at every --ranks, accuracy (mean over --seeds) at every
             --acc-ranks, for fp32, q1, semantic, semantic + q1, semantic + drop-o2o and pipelined
             semantic + q1; the elbow plot and the group-size distribution (PNG, --plot PREFIX)
   refresh   accuracy against halo bytes of the refresh policy for every --bounds x --fractions x
             {fp32, q1}, beside sync fp32, sync q1 and pipelined q1 (table and PNG, --plot PREFIX)
+--protocol fixed (default) trains every run --epochs with one set of settings; --protocol published
+trains each dataset with its published protocol (early stopping where published).
 Run with /usr/bin/python3 (Debian's numpy/matplotlib). Needs the tools built in BUILD_DIR/bin.
 """
 import argparse
@@ -39,8 +41,11 @@ def run(e, part, ranks, args, tag, threads=1):
     return lines[:-1], lines[-1]
 
 
-# Kipf & Welling's GCN settings (L2 on every layer), the same for SAGE; Velickovic et al.'s GAT
-# sizes. Fixed --epochs, no early stopping: every exchange configuration trains the same epochs.
+# --protocol fixed: Kipf & Welling's GCN settings (L2 on every layer), the same for SAGE;
+# Velickovic et al.'s GAT sizes; fixed --epochs, no early stopping: every exchange configuration
+# trains the same epochs. --protocol published: each dataset's published protocol
+# (bench_suite.PROTOCOLS: Kipf & Welling for Planetoid, Shchur et al.'s settings with early
+# stopping on the validation loss for Amazon and Coauthor), which Amazon-Computers needs to converge.
 MODEL_ARGS = {
     "gcn": ["--model", "gcn", "--layers", "2", "--hidden", "16", "--dropout", "0.5", "--lr", "0.01",
             "--weight-decay", "5e-4"],
@@ -51,9 +56,17 @@ MODEL_ARGS = {
 }
 
 
-def model_args(ds, model, epochs):
-    norm = ["--row-normalize"] if ds in ("cora", "citeseer", "pubmed") else []
-    return MODEL_ARGS[model] + norm + ["--epochs", str(epochs)]
+def model_args(a, ds, model, epochs=None):
+    """The model and training options of one run; `epochs` fixes the epoch count (a short run
+    for bytes or time: no early stopping)."""
+    if a.protocol == "published":
+        args = bench_suite.without(bench_suite.train_args(ds, model, 1), "--seed")
+    else:
+        norm = ["--row-normalize"] if ds in ("cora", "citeseer", "pubmed") else []
+        args = MODEL_ARGS[model] + norm + ["--epochs", str(a.epochs)]
+    if epochs is not None:
+        args = bench_suite.without(args, "--epochs", "--patience", "--select-by") + ["--epochs", str(epochs)]
+    return args
 
 
 def per_epoch_mb(epochs):
@@ -92,35 +105,31 @@ def semantic(e, a):
                 fp32_mb = None
                 for name, which, cfg in SEMANTIC_CONFIGS:
                     tag = f"sem-{ds}-{parts}-{model}-{name.replace(' ', '').replace('+', '_')}"
-                    base = model_args(ds, model, a.epochs) + cfg
                     r = dict(dataset=ds, parts=parts, model=model, config=name)
                     if parts in a.acc_ranks:
-                        accs, eps = [], []
+                        accs = []
                         for s in range(a.seeds):
-                            ep, f = run(e, parts_dir[which], parts, base + ["--seed", str(s + 1)], f"{tag}-{s}")
+                            _, f = run(e, parts_dir[which], parts,
+                                       model_args(a, ds, model) + cfg + ["--seed", str(s + 1)], f"{tag}-{s}")
                             accs.append(f["test_acc_at_best_val"])
-                            eps.append(ep)
-                        r.update(test=accs, mb=per_epoch_mb(eps[0]), epoch_s=median_epoch_s(eps[0]))
-                        # The same configuration over an emulated link (a short run: time only).
-                        ep, _ = run(e, parts_dir[which], parts,
-                                    model_args(ds, model, a.link_epochs) + cfg +
-                                    ["--seed", "1", "--eval-every", str(a.link_epochs),
-                                     "--emulate-link", f"{a.link_gbps},{a.latency_us}"],
-                                    f"{tag}-link", threads=1)
-                        r["epoch_s_link"] = median_epoch_s(ep)
-                    else:
-                        ep, _ = run(e, parts_dir[which], parts,
-                                    model_args(ds, model, 3) + cfg + ["--seed", "1", "--eval-every", "3"],
-                                    f"{tag}-bytes")
-                        r.update(mb=per_epoch_mb(ep))
+                        r["test"] = accs
+                    # Bytes and epoch time without and with the emulated link: short runs of the
+                    # same --link-epochs for every configuration and part count.
+                    short = model_args(a, ds, model, a.link_epochs) + cfg + [
+                        "--seed", "1", "--eval-every", str(a.link_epochs)]
+                    ep, _ = run(e, parts_dir[which], parts, short, f"{tag}-time")
+                    r.update(mb=per_epoch_mb(ep), epoch_s=median_epoch_s(ep))
+                    ep, _ = run(e, parts_dir[which], parts,
+                                short + ["--emulate-link", f"{a.link_gbps},{a.latency_us}"], f"{tag}-link")
+                    r["epoch_s_link"] = median_epoch_s(ep)
                     if name == "fp32":
                         fp32_mb = r["mb"]
                     results.append(r)
                     acc = (f"{100 * mean_sd(r['test'])[0]:.1f} ± {100 * mean_sd(r['test'])[1]:.1f}"
                            if "test" in r else "–")
                     rows.append([ds, parts, model, name, f"{r['mb']:.3f}", f"{fp32_mb / r['mb']:.1f}x",
-                                 acc, f"{r['epoch_s']:.3f}" if "epoch_s" in r else "–",
-                                 f"{r['epoch_s_link']:.3f}" if "epoch_s_link" in r else "–"])
+                                 acc, f"{r['epoch_s']:.3f}",
+                                 f"{r['epoch_s_link']:.3f}"])
                     print(rows[-1], file=sys.stderr, flush=True)
             results.append(dict(dataset=ds, parts=parts, groups_report=report))
     print(bench_suite.table(
@@ -226,7 +235,7 @@ def refresh(e, a):
             for name, cfg in refresh_configs(a):
                 accs, mb = [], None
                 for s in range(a.seeds):
-                    ep, f = run(e, part, parts, model_args(ds, model, a.epochs) + cfg + ["--seed", str(s + 1)],
+                    ep, f = run(e, part, parts, model_args(a, ds, model) + cfg + ["--seed", str(s + 1)],
                                 f"ref-{ds}-{parts}-{model}-{name.replace(' ', '_').replace('=', '')}-{s}")
                     accs.append(f["test_acc_at_best_val"])
                     mb = mb or per_epoch_mb(ep)
@@ -288,12 +297,16 @@ def main():
     p.add_argument("--models", nargs="+", default=["gcn"])
     p.add_argument("--ranks", nargs="+", type=int, default=[4], help="part counts (refresh: the first)")
     p.add_argument("--acc-ranks", nargs="+", type=int, default=[4],
-                   help="semantic: part counts with accuracy and time (the others: bytes only)")
+                   help="semantic: part counts with accuracy (every part count: bytes and time)")
     p.add_argument("--seeds", type=int, default=5)
-    p.add_argument("--epochs", type=int, default=200)
+    p.add_argument("--epochs", type=int, default=200, help="--protocol fixed: epochs of every run")
+    p.add_argument("--protocol", choices=["fixed", "published"], default="fixed",
+                   help="fixed: the same settings and --epochs everywhere; published: each "
+                        "dataset's published protocol (bench_suite.PROTOCOLS, early stopping)")
     p.add_argument("--link-gbps", default="1")
     p.add_argument("--latency-us", default="5")
-    p.add_argument("--link-epochs", type=int, default=12)
+    p.add_argument("--link-epochs", type=int, default=12,
+                   help="semantic: epochs of the runs that measure bytes and time")
     p.add_argument("--bounds", nargs="+", type=int, default=[2, 4, 8])
     p.add_argument("--fractions", nargs="+", default=["0", "0.05", "0.2"])
     p.add_argument("--plot", default="")
