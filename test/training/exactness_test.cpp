@@ -188,16 +188,7 @@ TEST(FeatureRows, BagOfWordsCrossAsPairsAndTrainLikeOneRank) {
   ASSERT_GE(size, 2) << "features cross only between ranks";
   // The small graph with 64 features, of which each row keeps its 2 largest (about 3%); every
   // 20th row keeps half its entries (it crosses dense).
-  SbmConfig sc;
-  sc.num_nodes = 600;
-  sc.num_edges = 3000;
-  sc.num_classes = 4;
-  sc.num_features = 64;
-  sc.homophily = 0.8;
-  sc.train_fraction = 0.3;
-  sc.val_fraction = 0.2;
-  sc.seed = 3;
-  Dataset ds = generate_sbm(sc);
+  Dataset ds = testing::small_dataset(3, 4, 64);
   const std::int64_t F = ds.features.cols();
   for (std::int64_t i = 0; i < ds.features.rows(); ++i) {
     std::vector<float> sorted(F);

@@ -9,12 +9,13 @@
 
 namespace halognn::testing {
 
-inline Dataset small_dataset(std::uint64_t seed = 3, std::int32_t classes = 4) {
+inline Dataset small_dataset(std::uint64_t seed = 3, std::int32_t classes = 4,
+                             std::int64_t features = 12) {
   SbmConfig c;
   c.num_nodes = 600;
   c.num_edges = 3000;
   c.num_classes = classes;
-  c.num_features = 12;
+  c.num_features = features;
   c.homophily = 0.8;
   // Explicit, not the generator's defaults: the pinned loss hashes depend on this graph.
   c.feature_noise = 1.0;
