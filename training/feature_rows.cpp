@@ -28,12 +28,17 @@ void close_row(HostCsr& m) {
 }
 }  // namespace
 
-void HostCsr::append_dense(const float* row) {
+void append_nonzeros(const float* row, std::int64_t cols, std::vector<LocalId>& col,
+                     std::vector<float>& val) {
   for (std::int64_t j = 0; j < cols; ++j)
     if (row[j] != 0.0f) {
       col.push_back(static_cast<LocalId>(j));
       val.push_back(row[j]);
     }
+}
+
+void HostCsr::append_dense(const float* row) {
+  append_nonzeros(row, cols, col, val);
   close_row(*this);
 }
 

@@ -19,6 +19,10 @@ namespace halognn {
 /// Whether a row of width `cols` with `nnz` non-zeros crosses as (column, value) pairs.
 constexpr bool feature_row_is_sparse(std::int64_t nnz, std::int64_t cols) { return 2 * nnz < cols; }
 
+/// Appends the non-zeros of a dense row of `cols` values to `col` and `val`, columns ascending.
+void append_nonzeros(const float* row, std::int64_t cols, std::vector<LocalId>& col,
+                     std::vector<float>& val);
+
 /// Rows in CSR form on the host, built row by row; columns ascending within a row.
 struct HostCsr {
   std::int64_t cols = 0;

@@ -269,11 +269,7 @@ void Trainer::exchange_feature_rows() {
     }
     nz_col.clear();
     nz_val.clear();
-    for (std::int64_t j = 0; j < cols; ++j)
-      if (p[j] != 0.0f) {
-        nz_col.push_back(static_cast<LocalId>(j));
-        nz_val.push_back(p[j]);
-      }
+    append_nonzeros(p, cols, nz_col, nz_val);
     return {nz_col, nz_val};
   };
   std::vector<std::vector<std::byte>> out;
