@@ -1,5 +1,6 @@
 #include "comm/halo_exchange.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -113,7 +114,67 @@ const SlotMap& HaloExchange::receiving_side(Direction dir) const {
   return dir == Direction::forward ? plan_->recv() : reverse_plan_.recv();
 }
 
+void HaloExchange::share_workspaces(const std::vector<Shape>& shapes) {
+  SharedSizes z;
+  const Device& dev = *plan_->device();
+  const bool stage = !dev.is_host() && !transport_.accepts_device_memory(dev);
+  for (const Shape& sh : shapes) {
+    // What start() asks of a workspace for this exchange: the encoded blocks (and their host
+    // staging), the packed slots when the send side is not the identity, the decoded slots when
+    // the receive side cannot take them in place (backward accumulates: never in place).
+    const HaloPlan& plan = sh.dir == Direction::forward ? *plan_ : reverse_plan_;
+    const SlotMap& out = plan.send();
+    const SlotMap& in = plan.recv();
+    const Codec& c = codec(sh.layer, sh.dir);
+    std::size_t sb = 0, rb = 0;
+    for (std::size_t k = 0; k < out.num_peers(); ++k) sb += c.encoded_size(out.count(k), sh.cols).total();
+    for (std::size_t k = 0; k < in.num_peers(); ++k) rb += c.encoded_size(in.count(k), sh.cols).total();
+    z.send_bytes = std::max(z.send_bytes, sb);
+    z.recv_bytes = std::max(z.recv_bytes, rb);
+    if (!out.is_identity() && out.total() > 0 && sh.cols > 0)
+      z.send_rows = std::max(z.send_rows, static_cast<std::size_t>(out.total() * sh.cols));
+    const bool in_place = in.is_identity() && sh.dir == Direction::forward;
+    if (!in_place && in.total() > 0 && sh.cols > 0)
+      z.recv_rows = std::max(z.recv_rows, static_cast<std::size_t>(in.total() * sh.cols));
+  }
+  z.stage = stage;
+  workspaces_.clear();
+  shared_workspace_.reset();
+  shared_sizes_ = z;
+}
+
+std::size_t HaloExchange::workspace_bytes() const {
+  auto bytes = [](const Workspace& w) {
+    return w.send_rows.size() * sizeof(float) + w.recv_rows.size() * sizeof(float) +
+           w.send_bytes.size() + w.recv_bytes.size();
+  };
+  std::size_t b = shared_workspace_ ? bytes(*shared_workspace_) : 0;
+  for (const auto& [key, ws] : workspaces_) b += bytes(*ws);
+  return b;
+}
+
 std::shared_ptr<HaloExchange::Workspace> HaloExchange::workspace(int layer, Direction dir) {
+  if (shared_sizes_) {
+    if (!shared_workspace_) {
+      // Allocated at the first exchange, at the largest size any registered exchange needs, so
+      // that it never grows (a growing buffer briefly holds its old and its new size).
+      const SharedSizes& z = *shared_sizes_;
+      auto ws = std::make_shared<Workspace>();
+      const DevicePtr& dev = plan_->device();
+      if (z.send_rows > 0) ensure(ws->send_rows, z.send_rows, dev);
+      if (z.recv_rows > 0) ensure(ws->recv_rows, z.recv_rows, dev);
+      if (z.send_bytes > 0) ensure(ws->send_bytes, z.send_bytes, dev);
+      if (z.recv_bytes > 0) ensure(ws->recv_bytes, z.recv_bytes, dev);
+      if (z.stage) {
+        const DevicePtr staging = host_staging_device(*dev);
+        if (z.send_bytes > 0) ensure(ws->send_host, z.send_bytes, staging);
+        if (z.recv_bytes > 0) ensure(ws->recv_host, z.recv_bytes, staging);
+      }
+      shared_workspace_ = std::move(ws);
+    }
+    if (shared_workspace_.use_count() > 1) return std::make_shared<Workspace>();
+    return shared_workspace_;
+  }
   auto& ws = workspaces_[{layer, static_cast<int>(dir)}];
   if (!ws) ws = std::make_shared<Workspace>();
   // An exchange of the same (layer, direction) still in flight owns the other reference: give

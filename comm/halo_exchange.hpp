@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -74,6 +75,23 @@ class HaloExchange {
                          ConstDenseView src, const SlotSelection& selected, DenseView slots,
                          SlotSelection* received);
 
+  /// One exchange a caller will run: its layer, direction and row width.
+  struct Shape {
+    int layer = 0;
+    Direction dir = Direction::forward;
+    std::int64_t cols = 0;
+  };
+  /// One set of buffers for every (layer, direction), allocated at the next exchange for the
+  /// largest of `shapes` (with the codecs set at this point): for a caller that never has two exchanges in flight
+  /// (the synchronous policy), whose buffers then take the largest exchange's memory instead of
+  /// the sum over layers and directions. An exchange started while another one holds the set
+  /// still gets buffers of its own, and one wider than `shapes` grows the set.
+  void share_workspaces(const std::vector<Shape>& shapes);
+
+  /// Device bytes the buffers of the fixed-size exchanges hold now (send and receive rows and
+  /// encoded blocks; host staging not included).
+  std::size_t workspace_bytes() const;
+
   /// The plan side that sends (packs) and the one that receives (unpacks) in direction `dir`.
   const SlotMap& sending_side(Direction dir) const;
   const SlotMap& receiving_side(Direction dir) const;
@@ -111,6 +129,14 @@ class HaloExchange {
   std::shared_ptr<const Codec> default_codec_[2];
   std::map<std::pair<int, int>, std::shared_ptr<const Codec>> codecs_;
   std::map<std::pair<int, int>, std::shared_ptr<Workspace>> workspaces_;
+  /// share_workspaces: the one set's sizes (elements of the row buffers, bytes of the blocks),
+  /// and the set itself once the first exchange has allocated it.
+  struct SharedSizes {
+    std::size_t send_rows = 0, recv_rows = 0, send_bytes = 0, recv_bytes = 0;
+    bool stage = false;
+  };
+  std::optional<SharedSizes> shared_sizes_;
+  std::shared_ptr<Workspace> shared_workspace_;
   double codec_seconds_ = 0;
   double wait_seconds_ = 0;
 };

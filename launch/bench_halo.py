@@ -253,38 +253,59 @@ def refresh(e, a):
     return results
 
 
+def frontier(points):
+    """The best mean accuracy reachable at or below each byte count: (bytes, accuracy) steps."""
+    fx, fy, best = [], [], -1.0
+    for mb, acc in sorted(points):
+        if acc > best:
+            best = acc
+            fx.append(mb)
+            fy.append(acc)
+    return fx, fy
+
+
 def plot_refresh(results, prefix):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    panels = sorted({(r["dataset"], r["model"]) for r in results})
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
-    for ax, (ds, model) in zip(axes[0], panels):
-        pts = [r for r in results if r["dataset"] == ds and r["model"] == model]
-        for family, marker in (("sync", "s"), ("pipelined", "^"), ("refresh", "o")):
-            for codec, color in (("fp32", "tab:blue"), ("q1", "tab:red")):
-                sel = [r for r in pts if r["config"].startswith(family) and r["config"].endswith(codec)]
-                if sel:
-                    ax.scatter([r["mb"] for r in sel], [100 * statistics.mean(r["test"]) for r in sel],
-                               marker=marker, color=color, label=f"{family} {codec}", alpha=0.8)
-        # The frontier: the best accuracy reachable at or below each byte count.
-        pts = sorted(pts, key=lambda r: r["mb"])
-        fx, fy, best = [], [], -1
-        for r in pts:
-            acc = 100 * statistics.mean(r["test"])
-            if acc > best:
-                best = acc
-                fx.append(r["mb"])
-                fy.append(acc)
-        ax.step(fx, fy, where="post", color="gray", alpha=0.5, label="frontier")
-        ax.set_xscale("log")
-        ax.set_xlabel("halo MB per epoch")
-        ax.set_ylabel("test accuracy %")
-        ax.set_title(f"{ds}, {model.upper()}, {pts[0]['parts']} ranks")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
+    datasets = sorted({r["dataset"] for r in results})
+    models = sorted({r["model"] for r in results})
+    fig, axes = plt.subplots(len(datasets), len(models), figsize=(5.2 * len(models), 4 * len(datasets)),
+                             squeeze=False)
+    # Each technique alone and combined: its own frontier (the exact sync fp32 run is the common
+    # starting point of every line).
+    techniques = (("quantized (sync, pipelined)", lambda c: c.startswith(("sync", "pipelined")), "tab:red"),
+                  ("refresh fp32", lambda c: c == "sync fp32" or (c.startswith("refresh") and c.endswith("fp32")),
+                   "tab:blue"),
+                  ("refresh + q1", lambda c: c == "sync fp32" or (c.startswith("refresh") and c.endswith("q1")),
+                   "tab:purple"))
+    for row, ds in enumerate(datasets):
+        for col, model in enumerate(models):
+            ax = axes[row][col]
+            pts = [r for r in results if r["dataset"] == ds and r["model"] == model]
+            if not pts:
+                ax.set_visible(False)
+                continue
+            acc = {r["config"]: 100 * statistics.mean(r["test"]) for r in pts}
+            for family, marker in (("sync", "s"), ("pipelined", "^"), ("refresh", "o")):
+                for codec, color in (("fp32", "tab:blue"), ("q1", "tab:red")):
+                    sel = [r for r in pts if r["config"].startswith(family) and r["config"].endswith(codec)]
+                    if sel:
+                        ax.scatter([r["mb"] for r in sel], [acc[r["config"]] for r in sel], marker=marker,
+                                   color=color, label=f"{family} {codec}", alpha=0.7)
+            for name, member, color in techniques:
+                fx, fy = frontier([(r["mb"], acc[r["config"]]) for r in pts if member(r["config"])])
+                ax.step(fx, fy, where="post", color=color, alpha=0.6, label=f"frontier: {name}")
+            fx, fy = frontier([(r["mb"], acc[r["config"]]) for r in pts])
+            ax.step(fx, fy, where="post", color="gray", linewidth=3, alpha=0.35, label="frontier: all")
+            ax.set_xscale("log")
+            ax.set_xlabel("halo MB per epoch")
+            ax.set_ylabel(f"test accuracy % (mean of {len(pts[0]['test'])} seeds)")
+            ax.set_title(f"{ds}, {model.upper()}, {pts[0]['parts']} ranks")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(prefix + "_frontier.png", dpi=100)
+    fig.savefig(prefix + "_frontier.png", dpi=80)
     print(f"wrote {prefix}_frontier.png")
 
 

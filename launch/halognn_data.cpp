@@ -170,11 +170,22 @@ int cmd_convert(const std::vector<std::string>& args) {
 
 int cmd_generate(const std::vector<std::string>& args) {
   po::options_description desc("halognn-data generate --out DIR [options]");
-  SbmConfig c;
-  std::string out, name = "sbm";
+  // A preset replaces the defaults below (and so what --help shows); any option given on the
+  // command line overrides its value.
+  std::string preset = "default";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--preset" && i + 1 < args.size()) preset = args[i + 1];
+    if (args[i].rfind("--preset=", 0) == 0) preset = args[i].substr(9);
+  }
+  SbmConfig c = sbm_preset(preset);
+  std::string out, name = preset == "default" ? "sbm" : preset;
+  std::string known;
+  for (const std::string& n : sbm_preset_names()) known += (known.empty() ? "" : ", ") + n;
   desc.add_options()
       ("help,h", "show this help")
       ("out", po::value(&out)->required(), "dataset directory to write")
+      ("preset", po::value(&preset)->default_value(preset),
+       ("graph shape whose sizes, splits and degree cap become the defaults: " + known).c_str())
       ("name", po::value(&name)->default_value(name), "dataset name in the manifest")
       ("nodes", po::value(&c.num_nodes)->default_value(c.num_nodes), "number of nodes")
       ("edges", po::value(&c.num_edges)->default_value(c.num_edges),

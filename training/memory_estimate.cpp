@@ -264,35 +264,52 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   // validation masks.
   const double output = 2 * kF * own * classes + (s.multilabel ? own * classes : kI * own) + 2 * own;
 
-  // Exchange buffers, one set per (layer, direction) that exchanges (comm/halo_exchange.cpp):
-  // encoded send and receive blocks, the gathered send rows forward, the decoded rows backward.
+  // Exchange buffers (comm/halo_exchange.cpp): encoded send and receive blocks, the gathered
+  // send rows forward, the decoded rows backward. Pipelined and refresh keep one set per (layer,
+  // direction) that exchanges; synchronous runs share one set, each buffer as large as the
+  // largest exchange needs (HaloExchange::share_workspaces), layer 0 included when its features
+  // cross through the halo exchange.
   const CodecPlan codecs = parse_codec_plan(cfg.codec, cfg.codec_forward, cfg.codec_backward, L);
   const std::shared_ptr<const Codec> layer0 =
       cfg.compress_layer0 ? codecs.forward[0] : make_codec("fp32");
+  const bool shared = cfg.exchange == ExchangeMode::sync;
   double exchange = 0, staging = 0, largest_forward = 0;
+  double max_send = 0, max_recv = 0, max_send_rows = 0, max_recv_rows = 0;  // shared set
+  auto one = [&](double send_bytes, double recv_bytes, double send_rows, double recv_rows) {
+    exchange += send_bytes + recv_bytes + send_rows + recv_rows;
+    staging += send_bytes + recv_bytes;
+    max_send = std::max(max_send, send_bytes);
+    max_recv = std::max(max_recv, recv_bytes);
+    max_send_rows = std::max(max_send_rows, send_rows);
+    max_recv_rows = std::max(max_recv_rows, recv_rows);
+  };
+  double compact_positions = 0;
   for (int l = 0; l < L; ++l) {
     const std::int64_t w = dims[static_cast<std::size_t>(l)].in;
     const double wd = static_cast<double>(w);
     const Codec& fc = l == 0 ? *layer0 : *codecs.forward[static_cast<std::size_t>(l)];
     if (l == 0 && compact) {
       // The positions cross once, through host buffers (the received ones land in place).
-      exchange += slots * sends;
+      compact_positions = slots * sends;
       continue;
     }
     if (l == 0 && feature_rows) continue;  // host messages, gone after the exchange
-    const double f_bytes = encoded(fc, s.send_counts, w) + encoded(fc, s.recv_counts, w);
     const double f_rows = (!s.send_contiguous && w > 0) ? kF * sends * wd : 0;
-    exchange += f_bytes + f_rows;
-    staging += f_bytes;
-    if (l > 0) largest_forward = std::max(largest_forward, f_bytes + f_rows);
+    one(encoded(fc, s.send_counts, w), encoded(fc, s.recv_counts, w), f_rows, 0);
+    if (l > 0)
+      largest_forward = std::max(largest_forward, encoded(fc, s.send_counts, w) +
+                                                      encoded(fc, s.recv_counts, w) + f_rows);
     // Refresh sends gradients as variable-size messages (transient), unless every gradient
     // crosses back (--refresh-exact-backward, the fixed exchange).
     if (l == 0 || (refresh && !cfg.refresh_exact_backward)) continue;
     const Codec& bc = *codecs.backward[static_cast<std::size_t>(l)];
-    const double b_bytes = encoded(bc, s.recv_counts, w) + encoded(bc, s.send_counts, w);
-    exchange += b_bytes + (w > 0 ? kF * sends * wd : 0);
-    staging += b_bytes;
+    one(encoded(bc, s.recv_counts, w), encoded(bc, s.send_counts, w), 0, w > 0 ? kF * sends * wd : 0);
   }
+  if (shared) {
+    exchange = max_send + max_recv + max_send_rows + max_recv_rows;
+    staging = max_send + max_recv;
+  }
+  exchange += compact_positions;
   // The feature rows' messages, sent and received (host): a count per row, then the row's
   // non-zeros as pairs when sparse or its values (halo rows assumed as dense as the owned ones);
   // a dense receiver on a GPU stages one peer's decoded rows (at most all halo rows).
@@ -305,6 +322,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double layer0_exchange = [&] {
     if (feature_rows) return 0.0;  // all of it host memory (rows_messages)
     if (compact) return slots * sends;
+    if (shared) return exchange;  // the first exchange allocates the whole shared set
     const std::int64_t w = dims[0].in;
     return encoded(*layer0, s.send_counts, w) + encoded(*layer0, s.recv_counts, w) +
            ((!s.send_contiguous && w > 0) ? kF * sends * static_cast<double>(w) : 0);

@@ -88,6 +88,8 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     exchange_->set_codec(l, Direction::forward, codecs_.forward[l]);
     exchange_->set_codec(l, Direction::backward, codecs_.backward[l]);
   }
+  // Layer 0's features cross exactly unless --compress-layer0 names a codec for them.
+  if (!cfg_.compress_layer0) exchange_->set_codec(0, Direction::forward, make_codec("fp32"));
 
   // Layer stack: hidden layers of width `hidden` (GAT: heads * hidden, concatenated), the last
   // layer maps to the classes (GAT: output_heads heads, averaged; GIN: through an MLP of width
@@ -163,6 +165,18 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     for (const auto& layer : layers_) widths.push_back(layer->in_dim());
     policy_ = make_exchange_policy(pc, *exchange_, n_own, part_.num_halo, widths, dev_);
   }
+  if (cfg_.exchange == ExchangeMode::sync) {
+    // One exchange in flight at a time: one set of exchange buffers, sized for the widest
+    // exchange, serves every layer and direction (the others keep theirs across epochs).
+    std::vector<HaloExchange::Shape> shapes;
+    if (!compact_input_ && !feature_rows_exchange() && !features_exchange_)
+      shapes.push_back({0, Direction::forward, layers_[0]->in_dim()});
+    for (int l = 1; l < cfg_.layers; ++l) {
+      shapes.push_back({l, Direction::forward, layers_[l]->in_dim()});
+      shapes.push_back({l, Direction::backward, layers_[l]->in_dim()});
+    }
+    exchange_->share_workspaces(shapes);
+  }
   logits_ = Matrix(n_own, layers_.back()->out_dim(), dev_);
   glogits_ = Matrix(n_own, layers_.back()->out_dim(), dev_);
   labels_ = Buffer<std::int32_t>::from_host(part_.labels, dev_);
@@ -207,7 +221,6 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     kernels::copy(*dev_, f.view(), x_[0].view().rows_range(0, n_own));
   }
   part_.features = Matrix();  // x_[0] (or the owned rows' CSR) is all we need from here on
-  if (!cfg_.compress_layer0) exchange_->set_codec(0, Direction::forward, make_codec("fp32"));
 }
 
 void Trainer::exchange_features_once() {

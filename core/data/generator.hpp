@@ -4,6 +4,9 @@
 /// class-dependent noisy features, a homophily knob and a seed. Deterministic for a given config
 /// (counter RNG), independent of thread count.
 #include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/data/dataset.hpp"
 
@@ -38,6 +41,16 @@ struct SbmConfig {
   double val_fraction = 0.1;
   std::uint64_t seed = 1;
 };
+
+/// The names `sbm_preset` knows: "default" (the built-in default graph), "products"
+/// (ogbn-products' shape) and "reddit" (Reddit's shape); docs/datasets.md "Presets".
+std::vector<std::string> sbm_preset_names();
+
+/// The generator configured for a named graph shape: node, edge, feature and class counts, split
+/// fractions and degree cap of the graph it stands for, and a homophily chosen by this project
+/// (the classes are what the generated graph's communities follow). Throws ConfigError naming
+/// `--preset` and the known names for any other name.
+SbmConfig sbm_preset(std::string_view name);
 
 /// Generates the dataset; `meta` records the full config.
 Dataset generate_sbm(const SbmConfig& cfg);

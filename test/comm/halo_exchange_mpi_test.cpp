@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -164,6 +165,60 @@ TEST_F(HaloExchangeTest, SeveralLayersInFlightCompleteInAnyOrder) {
         << "layer " << l;
   }
   EXPECT_EQ(halo_mismatches(s.part, halo_again, seed), 0);
+}
+
+TEST_F(HaloExchangeTest, SharedWorkspacesServeEveryLayerWithTheLargestExchangesMemory) {
+  const std::uint64_t seed = 11;
+  Scenario s = make_setup(seed, 400, size, rank, 3);
+  const std::vector<std::int64_t> widths = {8, 3, 5};
+  TrafficCounter traffic_own, traffic_shared;
+  HaloExchange own(s.plan, *transport, traffic_own), shared(s.plan, *transport, traffic_shared);
+  std::vector<HaloExchange::Shape> shapes;
+  for (std::size_t l = 0; l < widths.size(); ++l) {
+    shapes.push_back({static_cast<int>(l), Direction::forward, widths[l]});
+    shapes.push_back({static_cast<int>(l), Direction::backward, widths[l]});
+  }
+  shared.share_workspaces(shapes);
+  EXPECT_EQ(shared.workspace_bytes(), 0u);  // allocated at the first exchange, not before
+  for (HaloExchange* ex : {&own, &shared}) {
+    for (std::size_t l = 0; l < widths.size(); ++l) {
+      const int layer = static_cast<int>(l);
+      Matrix owned = owned_features(s.part, seed, widths[l]);
+      Matrix halo = nan_matrix(s.part.num_halo, widths[l]);
+      ex->start_forward(layer, 0, seed, owned.cview(), halo.view()).wait();
+      EXPECT_EQ(halo_mismatches(s.part, halo, seed), 0) << "layer " << l;
+      Matrix halo_grad = halo_gradients(s.part, seed + l, widths[l]);
+      Matrix owned_grad = owned_features(s.part, seed + 50, widths[l]);
+      ex->start_backward(layer, 0, seed, halo_grad.cview(), owned_grad.view()).wait();
+      EXPECT_EQ(gradient_mismatches(s.graph, s.part, owned_grad, seed + 50, seed + l), 0)
+          << "layer " << l;
+    }
+  }
+  // Per (layer, direction) the buffers add up; shared, each is the largest one, here all of
+  // the widest layer's (8 columns of fp32): each block side as large as the larger of the two
+  // directions' (forward sends S slots and receives R, backward the reverse), the packed slots
+  // forward (when the send side is not the identity), the decoded slots backward.
+  const std::size_t sends = static_cast<std::size_t>(s.plan->send().total());
+  const std::size_t recvs = static_cast<std::size_t>(s.plan->recv().total());
+  const std::size_t row = 4 * 8;
+  const std::size_t widest = 2 * row * std::max(sends, recvs) +
+                             (s.plan->send().is_identity() ? 0 : row * sends) + row * sends;
+  EXPECT_EQ(shared.workspace_bytes(), widest);
+  if (sends + recvs > 0) EXPECT_LT(shared.workspace_bytes(), own.workspace_bytes());
+  EXPECT_EQ(traffic_shared.total().total(), traffic_own.total().total());
+  // Two exchanges in flight at once: the second gets its own buffers; one wider than any
+  // registered shape grows the set.
+  Matrix owned_a = owned_features(s.part, seed, 8), owned_b = owned_features(s.part, seed, 12);
+  Matrix halo_a = nan_matrix(s.part.num_halo, 8), halo_b = nan_matrix(s.part.num_halo, 12);
+  Request a = shared.start_forward(0, 1, seed, owned_a.cview(), halo_a.view());
+  Request b = shared.start_forward(1, 1, seed, owned_b.cview(), halo_b.view());
+  b.wait();
+  a.wait();
+  EXPECT_EQ(halo_mismatches(s.part, halo_a, seed), 0);
+  EXPECT_EQ(halo_mismatches(s.part, halo_b, seed), 0);
+  Matrix halo_c = nan_matrix(s.part.num_halo, 12);
+  shared.start_forward(2, 2, seed, owned_b.cview(), halo_c.view()).wait();
+  EXPECT_EQ(halo_mismatches(s.part, halo_c, seed), 0);
 }
 
 TEST_F(HaloExchangeTest, PollingWithTestCompletesTheExchange) {

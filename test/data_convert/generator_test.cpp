@@ -128,6 +128,25 @@ TEST(SbmGenerator, ClassOverlapGivesThatShareOfNodesAnotherClassMean) {
   }
 }
 
+TEST(SbmGenerator, PresetsCarryTheShapesTheyName) {
+  EXPECT_EQ(sbm_preset("default").num_edges, SbmConfig{}.num_edges);
+  EXPECT_EQ(sbm_preset("default").homophily, SbmConfig{}.homophily);
+  const SbmConfig p = sbm_preset("products");
+  EXPECT_EQ(p.num_nodes, 2449029);
+  EXPECT_EQ(p.num_edges, 61859140);
+  EXPECT_EQ(p.num_features, 100);
+  EXPECT_EQ(p.num_classes, 47);
+  EXPECT_NEAR(p.max_degree_fraction * static_cast<double>(p.num_nodes), 17481, 1e-6);
+  const SbmConfig r = sbm_preset("reddit");
+  EXPECT_EQ(r.num_nodes, 232965);
+  EXPECT_EQ(r.num_edges * 2, 114848856);  // Reddit's stored edges, both directions
+  EXPECT_EQ(r.num_features, 602);
+  EXPECT_EQ(r.num_classes, 41);
+  for (const std::string& n : sbm_preset_names()) EXPECT_NO_THROW(sbm_preset(n)) << n;
+  EXPECT_THROW(sbm_preset("arxiv"), ConfigError);
+  EXPECT_THROW(sbm_preset(""), ConfigError);
+}
+
 TEST(SbmGenerator, InvalidConfigurationsAreRejected) {
   SbmConfig c = small_config();
   c.homophily = 1.5;

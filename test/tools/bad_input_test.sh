@@ -290,6 +290,12 @@ expect_error "data: unknown command" "frobnicate" "$bin/halognn-data" frobnicate
 expect_error "data: absurd generator knob" "--class-overlap" \
   "$bin/halognn-data" generate --out "$work/gx" --nodes 100 --edges 300 --class-overlap 2
 [[ ! -e $work/gx ]] || fail "a failed generate left $work/gx"
+expect_error "data: unknown preset" "--preset must be one of default, products, reddit (got 'arxiv')" \
+  "$bin/halognn-data" generate --out "$work/gx" --preset arxiv
+[[ ! -e $work/gx ]] || fail "a failed generate left $work/gx"
+# A preset sets the shape; options on the command line override it (here: a small products).
+expect_ok "data: products preset, scaled down" "3000 nodes, .* 100 features, 47 classes" \
+  "$bin/halognn-data" generate --out "$work/gp" --preset products --nodes 3000 --edges 30000
 
 # Sparsified datasets (halognn-data sparsify): options that contradict the stored form, and
 # malformed sparsified files, each refused in one line naming the option or the file.
