@@ -151,6 +151,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
                             !where.transport_takes_device_memory;
   const bool csr_direct = sparse && feature_rows;
   const bool dropout = cfg.dropout > 0;
+  // Layers >= 1 after a ReLU drop out in place (Trainer::dropout_in_place): no dropout copy.
+  const bool dropout_copy = dropout && cfg.resolved_activation() != Activation::relu;
   const bool pipelined = cfg.exchange == ExchangeMode::pipelined;
   const bool refresh = cfg.exchange == ExchangeMode::refresh;
 
@@ -224,7 +226,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   double activations = 0, pipelined_buffers = 0;
   for (int l = 1; l < L; ++l) {
     const double w = static_cast<double>(dims[static_cast<std::size_t>(l)].in);
-    activations += kF * nl * w * (dropout ? 3 : 2);  // x_, xd_, gx_
+    activations += kF * nl * w * (dropout_copy ? 3 : 2);  // x_, xd_ (unless in place), gx_
     // The policy's state (comm/pipelined_policy.cpp, refresh_policy.cpp): pipelined, the used
     // and the arriving halo rows and the arriving (and smoothed) owned gradients; refresh, the
     // cache of received slots with their ages, the sent slots' ages and importances (and their
@@ -389,7 +391,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double lazy = activations - [&] {
     double ctor = 0;  // the Trainer's own activation buffers exist from construction
     for (int l = 1; l < L; ++l)
-      ctor += kF * nl * static_cast<double>(dims[static_cast<std::size_t>(l)].in) * (dropout ? 3 : 2);
+      ctor += kF * nl * static_cast<double>(dims[static_cast<std::size_t>(l)].in) * (dropout_copy ? 3 : 2);
     return ctor;
   }();
   const double ctor_x0 = compact ? kF * slots : csr_direct ? 0 : x0_dense;

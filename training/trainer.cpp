@@ -146,7 +146,9 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     // Sparse input crossing as feature rows: the CSR is built from the owned rows and the
     // received ones directly, so no rank ever holds its layer-0 input dense either.
     x_.emplace_back(l == 0 && (compact_input_ || csr_direct) ? Matrix() : Matrix(n_local, w, dev_));
-    const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && (sparse_input_ || compact_input_));
+    // Layers >= 1 after a ReLU drop out in place (dropout_in_place): no copy either.
+    const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && (sparse_input_ || compact_input_)) &&
+                               !(l > 0 && dropout_in_place());
     xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
     // Layer 0's input gradient is never needed (features are constants).
     gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
@@ -255,6 +257,15 @@ void Trainer::exchange_features_once() {
     x0_dropped_ = Buffer<float>(static_cast<std::size_t>(x0_csr_.nnz()), dev_);
   }
   finish_feature_bytes();
+}
+
+bool Trainer::dropout_in_place() const {
+  // ReLU's backward reads only the sign of its output, and dropout keeps the sign of every entry
+  // it keeps (scaled by 1/(1-p) > 0) and zeroes the others, whose gradient dropout zeroes anyway:
+  // the ReLU backward through the dropped rows is the same as through the undropped ones, so the
+  // activated rows need no copy (ELU's backward reads the value: it keeps the copy). Layer 0's
+  // input is the features, needed again next epoch: never in place.
+  return activation_ == Activation::relu;
 }
 
 bool Trainer::feature_rows_exchange() const {
@@ -442,8 +453,12 @@ void Trainer::forward(std::int64_t epoch, bool training) {
     } else if (drop) {
       const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
                        static_cast<std::uint64_t>(l)};
-      kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, xd_[l].view());
-      in = xd_[l].view();
+      if (l > 0 && dropout_in_place()) {
+        kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, x);
+      } else {
+        kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, xd_[l].view());
+        in = xd_[l].view();
+      }
     }
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;

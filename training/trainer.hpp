@@ -121,7 +121,8 @@ class Trainer {
   /// evaluate() call it; a caller may call it earlier to report feature_bytes() at start-up.
   void exchange_features() { exchange_features_once(); }
   /// The owned rows of layer l's output in the last forward pass (training or evaluation):
-  /// after the activation for l < layers - 1, the logits for the last layer.
+  /// after the activation for l < layers - 1 (after a training pass with dropout and ReLU, also
+  /// after the next layer's dropout, applied in place), the logits for the last layer.
   ConstDenseView layer_output(int l) const {
     GNN_ASSERT(l >= 0 && l < cfg_.layers, "layer_output: no layer ", l);
     return l + 1 < cfg_.layers ? ConstDenseView(x_[l + 1].view().rows_range(0, part_.num_owned))
@@ -136,6 +137,8 @@ class Trainer {
   /// Whether layer 0's features cross as exact rows with sparse ones as pairs
   /// (training/feature_rows.hpp) rather than through the halo exchange's layer-0 codec.
   bool feature_rows_exchange() const;
+  /// Whether layers >= 1 apply dropout to their input in place instead of into a copy.
+  bool dropout_in_place() const;
   void exchange_feature_rows();
   /// Fills feature_bytes_ (collective), once the layer-0 input has its final form.
   void finish_feature_bytes();
@@ -177,7 +180,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
 
   std::vector<Matrix> x_;    ///< layer inputs, num_local x in_dim(l)
-  std::vector<Matrix> xd_;   ///< after dropout (empty when dropout == 0)
+  std::vector<Matrix> xd_;   ///< after dropout (empty when dropout == 0 or dropout_in_place())
   std::vector<Matrix> gx_;   ///< gradients w.r.t. layer inputs
   Matrix logits_, glogits_;
   Buffer<std::int32_t> labels_;

@@ -61,17 +61,22 @@ struct Pinned {
 // partitions of training_fixture.hpp and the multi-versioned GEMM/SpMM (2026-11-22; the hashes
 // before them were recorded with ascending-id partitions and Eigen's GEMM). The thread count is
 // part of the pin: some reductions (the loss, column sums of the GAT kernels) sum in an order
-// that depends on it.
+// that depends on it. The three q1 hashes were re-recorded on 2026-11-23 when layers >= 1 began
+// to drop out in place after ReLU (Trainer::dropout_in_place): the ReLU backward now reads the
+// dropped rows, so a dropped entry's gradient is zero after the exchange too, where a lossy
+// backward codec had turned the senders' zeros into quantization noise (the chain rule applies
+// the mask to the sum of the local and the received gradients; exact codecs are unchanged, as the
+// fp32 hash shows).
 const Pinned kPinned[] = {
     {"sync_fp32", [](TrainConfig&) {}, "6def4d154c6ee46f"},
-    {"sync_q1", [](TrainConfig& c) { c.codec = "q1"; }, "3d91bfbf591a2dc8"},
+    {"sync_q1", [](TrainConfig& c) { c.codec = "q1"; }, "f3607d0d2b0cd8a1"},
     {"pipelined_q1_sync_every_5",
      [](TrainConfig& c) {
        c.codec = "q1";
        c.exchange = ExchangeMode::pipelined;
        c.sync_every = 5;
      },
-     "2ff768ea18689e57"},
+     "dd909e6061830793"},
     {"pipelined_q1_sync_every_5_smoothing_0.9",
      [](TrainConfig& c) {
        c.codec = "q1";
@@ -79,7 +84,7 @@ const Pinned kPinned[] = {
        c.sync_every = 5;
        c.smoothing = 0.9f;
      },
-     "8fd232ead4e6d4d0"},
+     "fda5b86220a834fb"},
 };
 
 TEST(PinnedLosses, FourRankRunsReproduceTheirRecordedHashes) {
