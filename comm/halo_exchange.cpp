@@ -41,6 +41,21 @@ HaloPlan reverse_of(const std::shared_ptr<const HaloPlan>& plan) {
   return plan->reverse();
 }
 
+/// Whether an exchange needs a row buffer for its gathered send slots: the send side is not the
+/// identity, and the codec's blocks are not the rows themselves (a raw-rows codec gathers
+/// straight into the message bytes).
+bool needs_send_rows(const SlotMap& out, const Codec& codec, std::int64_t cols) {
+  return !out.is_identity() && out.total() > 0 && cols > 0 && !codec.raw_rows();
+}
+
+/// Whether an exchange needs a row buffer for its decoded receive slots: they cannot land in the
+/// destination itself (the receive side is not the identity, or it accumulates), and the codec's
+/// blocks are not the rows themselves (a raw-rows codec scatters straight from the message).
+bool needs_recv_rows(const SlotMap& in, bool accumulate, const Codec& codec, std::int64_t cols) {
+  const bool in_place = in.is_identity() && !accumulate;
+  return !in_place && in.total() > 0 && cols > 0 && !codec.raw_rows();
+}
+
 /// Header of a variable-size message: u32 slot count, then the u32 index of each slot.
 std::size_t header_bytes(std::size_t count) { return sizeof(std::uint32_t) * (1 + count); }
 
@@ -121,7 +136,8 @@ void HaloExchange::share_workspaces(const std::vector<Shape>& shapes) {
   for (const Shape& sh : shapes) {
     // What start() asks of a workspace for this exchange: the encoded blocks (and their host
     // staging), the packed slots when the send side is not the identity, the decoded slots when
-    // the receive side cannot take them in place (backward accumulates: never in place).
+    // the receive side cannot take them in place (backward accumulates: never in place); no
+    // row buffers for a raw-rows codec (fp32).
     const HaloPlan& plan = sh.dir == Direction::forward ? *plan_ : reverse_plan_;
     const SlotMap& out = plan.send();
     const SlotMap& in = plan.recv();
@@ -131,10 +147,9 @@ void HaloExchange::share_workspaces(const std::vector<Shape>& shapes) {
     for (std::size_t k = 0; k < in.num_peers(); ++k) rb += c.encoded_size(in.count(k), sh.cols).total();
     z.send_bytes = std::max(z.send_bytes, sb);
     z.recv_bytes = std::max(z.recv_bytes, rb);
-    if (!out.is_identity() && out.total() > 0 && sh.cols > 0)
+    if (needs_send_rows(out, c, sh.cols))
       z.send_rows = std::max(z.send_rows, static_cast<std::size_t>(out.total() * sh.cols));
-    const bool in_place = in.is_identity() && sh.dir == Direction::forward;
-    if (!in_place && in.total() > 0 && sh.cols > 0)
+    if (needs_recv_rows(in, /*accumulate=*/sh.dir == Direction::backward, c, sh.cols))
       z.recv_rows = std::max(z.recv_rows, static_cast<std::size_t>(in.total() * sh.cols));
   }
   z.stage = stage;
@@ -250,19 +265,24 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   ensure(ws->send_bytes, send_off[n_send], dev_ptr);
   ensure(ws->recv_bytes, recv_off[n_recv], dev_ptr);
   const bool pack = !out.is_identity() && out.total() > 0 && cols > 0;
-  if (pack) ensure(ws->send_rows, static_cast<std::size_t>(out.total() * cols), dev_ptr);
+  // A raw-rows codec's blocks are the slots themselves, peer after peer: the pack writes them
+  // into the message bytes and there is nothing left to encode.
+  const bool raw = codec->raw_rows();
+  if (needs_send_rows(out, *codec, cols))
+    ensure(ws->send_rows, static_cast<std::size_t>(out.total() * cols), dev_ptr);
   const double alloc_s = seconds_since(t_alloc);
 
   // Pack: the identity sends the source as it is; otherwise slots = R_send · src.
   ConstDenseView packed = src;
   if (pack) {
-    DenseView slots{ws->send_rows.data(), out.total(), cols};
+    float* into = raw ? reinterpret_cast<float*>(ws->send_bytes.data()) : ws->send_rows.data();
+    DenseView slots{into, out.total(), cols};
     out.pack(dev, src, slots);
     packed = slots;
   }
 
   // Encode one block per peer and record what will cross the wire.
-  for (std::size_t k = 0; k < n_send; ++k) {
+  for (std::size_t k = 0; k < n_send && !(raw && pack); ++k) {
     const std::int64_t count = out.count(k);
     if (count > 0 && cols > 0) {
       CodecContext ctx = base_ctx;
@@ -315,12 +335,17 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
     if (stage && recv_off[n] > 0)
       d.copy_from_host(ws->recv_bytes.data(), ws->recv_host.data(), recv_off[n]);
     const bool in_place = side.is_identity() && !accumulate;
+    // A raw-rows codec's received blocks are the slots: unpacked from the message bytes as they
+    // are (into dst in place, they are copied like any decode).
+    const bool raw_slots = codec->raw_rows() && !in_place;
     DenseView decoded = dst;
-    if (!in_place && side.total() > 0 && cols > 0) {
+    if (raw_slots) {
+      decoded = DenseView{reinterpret_cast<float*>(ws->recv_bytes.data()), side.total(), cols};
+    } else if (needs_recv_rows(side, accumulate, *codec, cols)) {
       ensure(ws->recv_rows, static_cast<std::size_t>(side.total() * cols), dev_ptr);
       decoded = DenseView{ws->recv_rows.data(), side.total(), cols};
     }
-    for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t k = 0; k < n && !raw_slots; ++k) {
       const std::int64_t count = side.count(k);
       if (count == 0 || cols == 0) continue;
       CodecContext ctx = base_ctx;

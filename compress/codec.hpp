@@ -47,6 +47,10 @@ class Codec {
   virtual std::string name() const = 0;
   /// True when decode(encode(x)) == x bit for bit.
   virtual bool lossless() const = 0;
+  /// True when the encoded block of a rows x cols view is exactly its rows as float32, row after
+  /// row, with no metadata: the halo exchange then gathers into and scatters from the message
+  /// bytes themselves, with no row buffer beside them (comm/halo_exchange.cpp).
+  virtual bool raw_rows() const { return false; }
   /// Exact encoded size of a rows x cols block.
   virtual EncodedSize encoded_size(std::int64_t rows, std::int64_t cols) const = 0;
   /// Encodes `rows` into `out`, which holds exactly encoded_size(rows.rows, rows.cols).total()

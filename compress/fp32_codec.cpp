@@ -11,6 +11,7 @@ class Fp32Codec final : public Codec {
  public:
   std::string name() const override { return "fp32"; }
   bool lossless() const override { return true; }
+  bool raw_rows() const override { return true; }
   EncodedSize encoded_size(std::int64_t rows, std::int64_t cols) const override {
     return {static_cast<std::size_t>(rows * cols) * sizeof(float), 0};
   }

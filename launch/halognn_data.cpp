@@ -21,6 +21,7 @@
 #include "core/data/generator.hpp"
 #include "core/error.hpp"
 #include "core/file_read.hpp"
+#include "core/process_memory.hpp"
 #include "launch/progress.hpp"
 
 namespace po = boost::program_options;
@@ -162,7 +163,7 @@ int cmd_convert(const std::vector<std::string>& args) {
             << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size() << " stored edges, "
             << ds.num_features() << " features, " << ds.num_classes << " classes, split "
             << ds.train_idx.size() << "/" << ds.val_idx.size() << "/" << ds.test_idx.size()
-            << " (" << seconds_since(t0) << " s)\n";
+            << " (" << seconds_since(t0) << " s, " << peak_rss_text() << ")\n";
   if (ds.sparsified()) std::cout << "features sparsified: " << sparsified_summary(ds) << "\n";
   print_warnings(ds);
   return 0;
@@ -227,7 +228,8 @@ int cmd_generate(const std::vector<std::string>& args) {
   std::cout << "generated " << out << ": " << ds.num_nodes << " nodes, " << ds.edge_src.size()
             << " stored edges, " << ds.num_features() << " features, " << ds.num_classes
             << " classes, measured homophily " << ds.meta.at("measured_homophily").get<double>()
-            << " (generate " << t_gen << " s, total " << seconds_since(t0) << " s)\n";
+            << " (generate " << t_gen << " s, total " << seconds_since(t0) << " s, " << peak_rss_text()
+            << ")\n";
   if (ds.sparsified()) std::cout << "features sparsified: " << sparsified_summary(ds) << "\n";
   return 0;
 }
@@ -287,7 +289,7 @@ int cmd_sparsify(const std::vector<std::string>& args) {
   write_dataset_reporting(ds, out);
   std::cout << "sparsified " << data << " -> " << out << ": " << ds.num_nodes << " nodes, "
             << ds.num_features() << " features; " << sparsified_summary(ds) << " (read+encode "
-            << t_read << " s, total " << seconds_since(t0) << " s)\n";
+            << t_read << " s, total " << seconds_since(t0) << " s, " << peak_rss_text() << ")\n";
   return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "comm/mpi_env.hpp"
 #include "core/data/dataset.hpp"
 #include "core/error.hpp"
+#include "core/process_memory.hpp"
 #include "partition/distributed_partition.hpp"
 #include "partition/partition.hpp"
 #include "partition/partition_io.hpp"
@@ -326,9 +327,9 @@ int run(int argc, char** argv) {
   print_report(ds.name, ds.num_features(), ds.sparsified(), cfg, report, manifest, out);
   if (cfg.semantic_groups) print_groups(report);
   std::printf("time: read %.2f s, graph %.2f s, partition %.2f s, build+write %.2f s "
-              "(of which semantic grouping %.2f s), total %.2f s\n",
+              "(of which semantic grouping %.2f s), total %.2f s; %s\n",
               t_read, t_graph, t_assign, t_write, report.grouping_seconds,
-              t_read + t_graph + t_assign + t_write);
+              t_read + t_graph + t_assign + t_write, peak_rss_text().c_str());
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/json.hpp"
 #include "core/kernels/cpu_isa.hpp"
+#include "core/process_memory.hpp"
 #include "partition/partition_io.hpp"
 #include "training/checkpoint.hpp"
 #include "training/memory_estimate.hpp"
@@ -152,6 +153,28 @@ std::string memory_report(const MemoryEstimate& shape, const std::vector<double>
   return out + "\n";
 }
 
+/// Every rank's measured peak resident memory against its estimated peak (what the memory check
+/// compared with the node's memory): "0: 3.10 GiB (1.03x), 1: ...", and the largest ratio.
+std::string measured_memory_line(const std::vector<double>& rss, const std::vector<double>& est,
+                                 double* largest_ratio) {
+  std::string out = "halognn-train: peak RSS per rank (measured, against the estimate):";
+  *largest_ratio = 0;
+  char part[96];
+  for (std::size_t r = 0; r < rss.size(); ++r) {
+    const double ratio = est[r] > 0 ? rss[r] / est[r] : 0;
+    *largest_ratio = std::max(*largest_ratio, ratio);
+    if (r == 16 && rss.size() > 17) {
+      out += " ... (" + std::to_string(rss.size() - 16) + " more)";
+      break;
+    }
+    std::snprintf(part, sizeof part, " %zu: %s (%.2fx)%s", r, format_bytes(rss[r]).c_str(), ratio,
+                  r + 1 < rss.size() ? "," : "");
+    out += part;
+  }
+  std::snprintf(part, sizeof part, "; largest ratio %.2f\n", *largest_ratio);
+  return out + part;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,7 +243,10 @@ int main(int argc, char** argv) {
       if (rank == 0 && (!cfg.quiet || cli.dry_run))
         std::cout << memory_report(estimate, all, size, dev->is_host()) << std::flush;
     }
-    double node_need = static_cast<double>(dev->is_host() ? estimate.peak_total : estimate.peak_host);
+    // What this rank takes of its node's memory (the process's resident memory: on a GPU run,
+    // its host part).
+    const double node_share = static_cast<double>(dev->is_host() ? estimate.peak_total : estimate.peak_host);
+    double node_need = node_share;
     {
       BlockingScope blocked("adding up the memory estimates of a node");
       GNN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &node_need, 1, MPI_DOUBLE, MPI_SUM, node));
@@ -358,8 +384,27 @@ int main(int argc, char** argv) {
       }
       return 1;
     }
+    // Measured peak resident memory of every rank, beside the estimate it was checked with.
+    double rss_ratio = 0;
+    std::vector<double> rss(static_cast<std::size_t>(size)), est(static_cast<std::size_t>(size));
+    {
+      const double mine[2] = {static_cast<double>(peak_rss_bytes()), node_share};
+      std::vector<double> both(2 * static_cast<std::size_t>(size));
+      BlockingScope blocked("gathering the peak memory of every rank");
+      GNN_CHECK_MPI(MPI_Gather(mine, 2, MPI_DOUBLE, both.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+      for (std::size_t r = 0; r < rss.size(); ++r) {
+        rss[r] = both[2 * r];
+        est[r] = both[2 * r + 1];
+      }
+    }
+    if (rank == 0) {
+      const std::string line = measured_memory_line(rss, est, &rss_ratio);
+      if (!cfg.quiet) std::cout << line << std::flush;
+    }
     if (rank == 0) {
       Json f = final.to_json();
+      f["peak_rss_bytes"] = std::vector<std::int64_t>(rss.begin(), rss.end());
+      f["peak_rss_over_estimate"] = rss_ratio;
       f["metric"] = metric_name(metric);
       f["world_size"] = size;
       f["device"] = dev->name();

@@ -93,9 +93,11 @@ class Layer {
   virtual void prepare(const LocalGraph& g) = 0;
   /// x: num_local x in_dim (owned rows, then halo rows already filled by the exchange);
   /// y: num_owned x out_dim (overwritten). The layer keeps a VIEW of x, not a copy: x must stay
-  /// valid and unchanged until the matching backward has returned (the Trainer guarantees it:
+  /// valid and hold the same values when the matching backward runs (the Trainer guarantees it:
   /// a layer input is rewritten only by the next epoch's forward or by an evaluation pass that
-  /// follows the backward). In sparse-input mode (set_sparse_input) only x's shape is used and
+  /// follows the backward, except layer 0's dropped-out features when they share memory with a
+  /// deeper layer's input gradient: drawn again from their keyed mask before layer 0's backward,
+  /// Trainer::layer0_dropout_shared). In sparse-input mode (set_sparse_input) only x's shape is used and
   /// x.data may be null.
   virtual void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
                        const ForwardContext& ctx) = 0;

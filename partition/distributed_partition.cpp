@@ -16,7 +16,6 @@
 //      rank p mod K), which builds the part with build_part and writes its rank file into the
 //      staging directory that rank 0 created; rank 0 writes the manifest and commits.
 // Every fallible step ends in collective_try, so a failure anywhere is a failure everywhere.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +37,7 @@
 #include "core/data/state_io.hpp"
 #include "core/error.hpp"
 #include "core/file_read.hpp"
+#include "core/process_memory.hpp"
 #include "partition/build_part.hpp"
 #include "partition/distributed_partition.hpp"
 #include "partition/partition_io.hpp"
@@ -320,12 +320,6 @@ std::vector<Rank> assign_scotch(MPI_Comm comm, const std::vector<EdgeOffset>& ro
     out[i] = static_cast<Rank>(part[i]);
   }
   return out;
-}
-
-std::int64_t peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<std::int64_t>(u.ru_maxrss) * 1024;
 }
 
 }  // namespace

@@ -218,7 +218,10 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double x0_sparse = kI * (nl + 1) + (kI + kF) * csr_nnz + kF * csr_nnz;
   // Sparsified: one byte per position and row, the codebook and each slot's chunk start.
   const double x0_compact = nl * slots + (kF + kI) * slots;
-  const double xd0 = (dropout && !sparse && !compact) ? kF * nl * feat : 0;
+  // Layers >= 3 whose last layer is at least as wide as the features keep layer 0's dropped-out
+  // features in the last layer's input gradient (Trainer::layer0_dropout_shared): no copy.
+  const bool xd0_shared = L >= 3 && dims[0].in <= dims[static_cast<std::size_t>(L - 1)].in;
+  const double xd0 = (dropout && !sparse && !compact && !xd0_shared) ? kF * nl * feat : 0;
   const double x0_steady = compact ? x0_compact : sparse ? x0_sparse : x0_dense;
 
   // Activations: inputs of layers >= 1, their dropout copies and gradients, and what each layer
@@ -267,7 +270,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double output = 2 * kF * own * classes + (s.multilabel ? own * classes : kI * own) + 2 * own;
 
   // Exchange buffers (comm/halo_exchange.cpp): encoded send and receive blocks, the gathered
-  // send rows forward, the decoded rows backward. Pipelined and refresh keep one set per (layer,
+  // send rows forward, the decoded rows backward (neither for fp32, whose blocks are the rows). Pipelined and refresh keep one set per (layer,
   // direction) that exchanges; synchronous runs share one set, each buffer as large as the
   // largest exchange needs (HaloExchange::share_workspaces), layer 0 included when its features
   // cross through the halo exchange.
@@ -296,7 +299,10 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       continue;
     }
     if (l == 0 && feature_rows) continue;  // host messages, gone after the exchange
-    const double f_rows = (!s.send_contiguous && w > 0) ? kF * sends * wd : 0;
+    // The gathered send rows, unless a raw-rows codec (fp32) gathers into the message bytes;
+    // refresh gathers every slot of layers >= 1 before choosing (a matrix of the same size).
+    const double f_rows =
+        (!s.send_contiguous && w > 0 && ((refresh && l > 0) || !fc.raw_rows())) ? kF * sends * wd : 0;
     one(encoded(fc, s.send_counts, w), encoded(fc, s.recv_counts, w), f_rows, 0);
     if (l > 0)
       largest_forward = std::max(largest_forward, encoded(fc, s.send_counts, w) +
@@ -305,7 +311,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     // crosses back (--refresh-exact-backward, the fixed exchange).
     if (l == 0 || (refresh && !cfg.refresh_exact_backward)) continue;
     const Codec& bc = *codecs.backward[static_cast<std::size_t>(l)];
-    one(encoded(bc, s.recv_counts, w), encoded(bc, s.send_counts, w), 0, w > 0 ? kF * sends * wd : 0);
+    one(encoded(bc, s.recv_counts, w), encoded(bc, s.send_counts, w), 0,
+        (w > 0 && !bc.raw_rows()) ? kF * sends * wd : 0);
   }
   if (shared) {
     exchange = max_send + max_recv + max_send_rows + max_recv_rows;
@@ -327,7 +334,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     if (shared) return exchange;  // the first exchange allocates the whole shared set
     const std::int64_t w = dims[0].in;
     return encoded(*layer0, s.send_counts, w) + encoded(*layer0, s.recv_counts, w) +
-           ((!s.send_contiguous && w > 0) ? kF * sends * static_cast<double>(w) : 0);
+           ((!s.send_contiguous && w > 0 && !layer0->raw_rows()) ? kF * sends * static_cast<double>(w)
+                                                                  : 0);
   }();
   const bool stage = !where.device_is_host && !where.transport_takes_device_memory;
   if (!stage) staging = 0;

@@ -146,9 +146,11 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     // Sparse input crossing as feature rows: the CSR is built from the owned rows and the
     // received ones directly, so no rank ever holds its layer-0 input dense either.
     x_.emplace_back(l == 0 && (compact_input_ || csr_direct) ? Matrix() : Matrix(n_local, w, dev_));
-    // Layers >= 1 after a ReLU drop out in place (dropout_in_place): no copy either.
+    // Layers >= 1 after a ReLU drop out in place (dropout_in_place): no copy either; layer 0's
+    // dropped-out features may live in the last layer's input gradient (layer0_dropout_shared).
     const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && (sparse_input_ || compact_input_)) &&
-                               !(l > 0 && dropout_in_place());
+                               !(l > 0 && dropout_in_place()) &&
+                               !(l == 0 && layer0_dropout_shared());
     xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
     // Layer 0's input gradient is never needed (features are constants).
     gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
@@ -266,6 +268,29 @@ bool Trainer::dropout_in_place() const {
   // activated rows need no copy (ELU's backward reads the value: it keeps the copy). Layer 0's
   // input is the features, needed again next epoch: never in place.
   return activation_ == Activation::relu;
+}
+
+bool Trainer::layer0_dropout_shared() const {
+  // Layer 0's dropped-out dense features are read by its forward and again by its backward, the
+  // last one of the epoch; the last layer's input gradient (layers >= 3) is written first in the
+  // backward and dead once layer L-2's backward has read it. So the dropped-out features are
+  // drawn into that gradient's memory in the forward and drawn again from their keyed mask just
+  // before layer 0's backward: the same values, no buffer of their own.
+  const int L = cfg_.layers;
+  return cfg_.dropout > 0 && !sparse_input_ && !compact_input_ && L >= 3 &&
+         layers_[0]->in_dim() <= layers_[static_cast<std::size_t>(L - 1)]->in_dim();
+}
+
+DenseView Trainer::layer0_dropout_view() {
+  if (!layer0_dropout_shared()) return xd_[0].view();
+  return DenseView{gx_[static_cast<std::size_t>(cfg_.layers - 1)].data(), part_.num_local(),
+                   layers_[0]->in_dim()};
+}
+
+void Trainer::draw_layer0_dropout(std::int64_t epoch) {
+  const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
+  kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x_[0].view(),
+                           layer0_dropout_view());
 }
 
 bool Trainer::feature_rows_exchange() const {
@@ -455,6 +480,9 @@ void Trainer::forward(std::int64_t epoch, bool training) {
                        static_cast<std::uint64_t>(l)};
       if (l > 0 && dropout_in_place()) {
         kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, x);
+      } else if (l == 0) {
+        draw_layer0_dropout(epoch);
+        in = layer0_dropout_view();
       } else {
         kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, xd_[l].view());
         in = xd_[l].view();
@@ -491,6 +519,9 @@ void Trainer::backward(std::int64_t epoch) {
     ConstDenseView gy = last ? ConstDenseView(glogits_.view())
                              : ConstDenseView(gx_[l + 1].view().rows_range(0, n_own));
     DenseView gx = gx_[l].view();
+    // The dropped-out features layer 0 read in the forward, drawn again where they share memory
+    // with the last layer's input gradient, whose last reader (layer L-2's backward) is done.
+    if (l == 0 && drop && layer0_dropout_shared()) draw_layer0_dropout(epoch);
     // Layer 0's input gradient is not needed (features are constants): ask for none.
     layers_[l]->backward(graph_, gy, l == 0 ? DenseView{} : gx);
     if (l == 0) break;

@@ -139,6 +139,13 @@ class Trainer {
   bool feature_rows_exchange() const;
   /// Whether layers >= 1 apply dropout to their input in place instead of into a copy.
   bool dropout_in_place() const;
+  /// Whether layer 0's dropped-out dense features live in the last layer's input gradient
+  /// (drawn in the forward and again before layer 0's backward) instead of a buffer of their own.
+  bool layer0_dropout_shared() const;
+  /// Where layer 0's dropped-out features are: xd_[0], or the start of gx_[layers - 1].
+  DenseView layer0_dropout_view();
+  /// Draws layer 0's dropout of epoch `epoch` from x_[0] into layer0_dropout_view().
+  void draw_layer0_dropout(std::int64_t epoch);
   void exchange_feature_rows();
   /// Fills feature_bytes_ (collective), once the layer-0 input has its final form.
   void finish_feature_bytes();
@@ -180,7 +187,8 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
 
   std::vector<Matrix> x_;    ///< layer inputs, num_local x in_dim(l)
-  std::vector<Matrix> xd_;   ///< after dropout (empty when dropout == 0 or dropout_in_place())
+  std::vector<Matrix> xd_;   ///< after dropout (empty when dropout == 0, for l >= 1 when
+                             ///< dropout_in_place(), for l = 0 when layer0_dropout_shared())
   std::vector<Matrix> gx_;   ///< gradients w.r.t. layer inputs
   Matrix logits_, glogits_;
   Buffer<std::int32_t> labels_;

@@ -14,6 +14,7 @@
 #include "comm/halo_exchange.hpp"
 #include "comm/halo_plan.hpp"
 #include "comm/transport.hpp"
+#include "compress/codec.hpp"
 #include "core/kernels/kernels.hpp"
 #include "test/comm/checking_codec.hpp"
 #include "test/comm/random_partition.hpp"
@@ -196,15 +197,16 @@ TEST_F(HaloExchangeTest, SharedWorkspacesServeEveryLayerWithTheLargestExchangesM
   }
   // Per (layer, direction) the buffers add up; shared, each is the largest one, here all of
   // the widest layer's (8 columns of fp32): each block side as large as the larger of the two
-  // directions' (forward sends S slots and receives R, backward the reverse), the packed slots
-  // forward (when the send side is not the identity), the decoded slots backward.
+  // directions' (forward sends S slots and receives R, backward the reverse), and no row buffer
+  // (fp32 blocks are the rows: RawRowCodecsNeedNoRowBuffers).
   const std::size_t sends = static_cast<std::size_t>(s.plan->send().total());
   const std::size_t recvs = static_cast<std::size_t>(s.plan->recv().total());
   const std::size_t row = 4 * 8;
-  const std::size_t widest = 2 * row * std::max(sends, recvs) +
-                             (s.plan->send().is_identity() ? 0 : row * sends) + row * sends;
+  const std::size_t widest = 2 * row * std::max(sends, recvs);
   EXPECT_EQ(shared.workspace_bytes(), widest);
-  if (sends + recvs > 0) EXPECT_LT(shared.workspace_bytes(), own.workspace_bytes());
+  if (sends + recvs > 0) {
+    EXPECT_LT(shared.workspace_bytes(), own.workspace_bytes());
+  }
   EXPECT_EQ(traffic_shared.total().total(), traffic_own.total().total());
   // Two exchanges in flight at once: the second gets its own buffers; one wider than any
   // registered shape grows the set.
@@ -219,6 +221,49 @@ TEST_F(HaloExchangeTest, SharedWorkspacesServeEveryLayerWithTheLargestExchangesM
   Matrix halo_c = nan_matrix(s.part.num_halo, 12);
   shared.start_forward(2, 2, seed, owned_b.cview(), halo_c.view()).wait();
   EXPECT_EQ(halo_mismatches(s.part, halo_c, seed), 0);
+}
+
+TEST_F(HaloExchangeTest, RawRowCodecsNeedNoRowBuffers) {
+  // fp32 blocks are the rows themselves: the forward gathers the sent slots straight into the
+  // message bytes and the backward scatters the received ones straight from them, so a (layer,
+  // direction) holds its blocks only; a codec with an encoding (q8) also holds the gathered rows
+  // forward (when the send side is not the identity) and the decoded rows backward.
+  const std::uint64_t seed = 12;
+  Scenario s = make_setup(seed, 300, size, rank, 3);
+  const std::int64_t w = 6;
+  const SlotMap& out = s.plan->send();
+  const SlotMap& in = s.plan->recv();
+  ASSERT_TRUE(make_codec("fp32")->raw_rows());
+  ASSERT_FALSE(make_codec("q8")->raw_rows());
+  for (const char* name : {"fp32", "q8"}) {
+    SCOPED_TRACE(name);
+    std::shared_ptr<const Codec> codec = make_codec(name);
+    TrafficCounter traffic;
+    HaloExchange ex(s.plan, *transport, traffic);
+    ex.set_codec(0, Direction::forward, codec);
+    ex.set_codec(0, Direction::backward, codec);
+    Matrix owned = owned_features(s.part, seed, w);
+    Matrix halo = nan_matrix(s.part.num_halo, w);
+    ex.start_forward(0, 0, seed, owned.cview(), halo.view()).wait();
+    Matrix halo_grad = halo_gradients(s.part, seed, w);
+    Matrix owned_grad = owned_features(s.part, seed + 50, w);
+    ex.start_backward(0, 0, seed, halo_grad.cview(), owned_grad.view()).wait();
+    if (codec->raw_rows()) {
+      EXPECT_EQ(halo_mismatches(s.part, halo, seed), 0);
+      EXPECT_EQ(gradient_mismatches(s.graph, s.part, owned_grad, seed + 50, seed), 0);
+    }
+    std::size_t blocks = 0;  // forward S slots out and R in, backward the reverse
+    for (std::size_t k = 0; k < out.num_peers(); ++k) blocks += 2 * codec->encoded_size(out.count(k), w).total();
+    for (std::size_t k = 0; k < in.num_peers(); ++k) blocks += 2 * codec->encoded_size(in.count(k), w).total();
+    const std::size_t row = sizeof(float) * static_cast<std::size_t>(w);
+    // Gathered rows: forward the S sent slots (unless the identity), backward the R halo slots
+    // (unless the identity); decoded rows: backward the S slots it accumulates.
+    const auto n_out = static_cast<std::size_t>(out.total()), n_in = static_cast<std::size_t>(in.total());
+    const std::size_t rows = codec->raw_rows() ? 0
+                                               : row * ((out.is_identity() ? 0 : n_out) +
+                                                        (in.is_identity() ? 0 : n_in) + n_out);
+    EXPECT_EQ(ex.workspace_bytes(), blocks + rows);
+  }
 }
 
 TEST_F(HaloExchangeTest, PollingWithTestCompletesTheExchange) {

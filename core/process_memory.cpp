@@ -1,0 +1,21 @@
+#include "core/process_memory.hpp"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+
+namespace halognn {
+
+std::int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::string peak_rss_text() {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "peak RSS %.1f MiB", static_cast<double>(peak_rss_bytes()) / 1048576.0);
+  return buf;
+}
+
+}  // namespace halognn

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# usage: peak_memory_test.sh BIN_DIR MPIEXEC RANKS
+# Every tool reports its peak resident memory: halognn-data generate and halognn-partition end
+# their summary line with it, and halognn-train prints every rank's measured peak against its
+# memory estimate and records both in the metrics file's final line (one entry per rank).
+set -u
+bin=$1
+mpiexec=$2
+np=${3:-2}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+"$bin/halognn-data" generate --out "$work/ds" --nodes 2000 --edges 10000 --classes 3 --features 16 \
+  --seed 5 >"$work/gen" || { echo "FAIL: generate"; exit 1; }
+grep -Eq "^generated .*peak RSS [0-9]+\.[0-9] MiB\)$" "$work/gen" || fail "generate: $(cat "$work/gen")"
+"$bin/halognn-partition" --data "$work/ds" --parts "$np" --out "$work/p" >"$work/part" ||
+  { echo "FAIL: partition"; exit 1; }
+grep -Eq "^time: .*; peak RSS [0-9]+\.[0-9] MiB$" "$work/part" || fail "partition: $(cat "$work/part")"
+
+"$mpiexec" -np "$np" --bind-to none "$bin/halognn-train" --partition "$work/p" --model sage \
+  --layers 2 --hidden 16 --epochs 2 --metrics "$work/m.jsonl" >"$work/train" 2>&1 ||
+  { echo "FAIL: train"; cat "$work/train"; exit 1; }
+line=$(grep "^halognn-train: peak RSS per rank (measured, against the estimate):" "$work/train")
+[[ -n $line ]] || fail "no measured peak line: $(cat "$work/train")"
+for ((r = 0; r < np; r++)); do
+  [[ $line == *" $r: "*"x)"* ]] || fail "rank $r missing from: $line"
+done
+/usr/bin/python3 - "$work/m.jsonl" "$np" <<'PY' || fail "metrics final line"
+import json, sys
+final = [json.loads(l) for l in open(sys.argv[1])][-1]
+rss, np = final["peak_rss_bytes"], int(sys.argv[2])
+# A rank of this tiny run holds the MPI runtime and the binary: tens of MiB, not bytes or GiB.
+assert len(rss) == np and all(isinstance(x, int) and 10 << 20 < x < 2 << 30 for x in rss), rss
+ratio = final["peak_rss_over_estimate"]
+est = final["memory_estimate"]["peak_total"]
+assert abs(ratio - max(rss) / est) < 0.5 * ratio, (ratio, rss, est)
+PY
+exit $((failures > 0))
