@@ -182,6 +182,8 @@ int main(int argc, char** argv) {
   CommWatchdog watchdog;
   MpiEnv mpi(argc, argv);
   const Rank rank = mpi.rank(), size = mpi.size();
+  // What the process holds before it reads anything: the program, its libraries, MPI.
+  const std::int64_t baseline_rss = current_rss_bytes();
   try {
     TrainCli cli;
     startup_step([&] { cli = parse_train_cli(argc, argv); });
@@ -233,6 +235,7 @@ int main(int argc, char** argv) {
     startup_step([&] {
       estimate = estimate_training_memory(cfg, PartitionShape::of(part),
                                           {dev->is_host(), use_nccl && !dev->is_host()});
+      add_process_baseline(estimate, static_cast<std::uint64_t>(baseline_rss));
     });
     {
       const std::vector<double> mine = estimate_numbers(estimate);

@@ -96,6 +96,13 @@ const MemoryTerm& MemoryEstimate::largest() const {
                            [](const MemoryTerm& a, const MemoryTerm& b) { return a.bytes < b.bytes; });
 }
 
+void add_process_baseline(MemoryEstimate& e, std::uint64_t bytes) {
+  e.terms.push_back({"program and libraries", "measured at start-up (the binary, its shared libraries, MPI)",
+                     MemorySpace::host, bytes});
+  e.peak_host += bytes;
+  e.peak_total += bytes;
+}
+
 Json MemoryEstimate::to_json() const {
   Json t = Json::array();
   for (const MemoryTerm& m : terms)

@@ -11,7 +11,8 @@
 /// device. It is exact for the device buffers of a synchronous run with dense layer-0 input
 /// (test/training/memory_estimate_mpi_test.cpp compares it with what a counting device
 /// allocates); the sparse layer-0 input's halo rows are estimated from the owned rows' density.
-/// Not included: the MPI library's own buffers, OpenMP thread stacks, the program's code.
+/// Not included: the MPI library's own buffers, OpenMP thread stacks, the program's code (which
+/// halognn-train measures at start-up and adds: add_process_baseline).
 /// Whoever adds a buffer to the Trainer, a layer, an exchange policy or a codec adds it here.
 #include <cstdint>
 #include <string>
@@ -77,6 +78,11 @@ struct MemoryEstimate {
   const MemoryTerm& largest() const;
   Json to_json() const;
 };
+
+/// Adds the process's own memory before any data (the program, its shared libraries, the MPI
+/// library as initialised; measured, not estimated) as a host term, to the steady and peak
+/// figures. halognn-train adds it; the estimate of the Trainer's buffers alone leaves it out.
+void add_process_baseline(MemoryEstimate& e, std::uint64_t bytes);
 
 /// The estimate for one rank. Throws ConfigError for a codec name that does not exist.
 MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionShape& shape,

@@ -63,11 +63,13 @@ ct_reference_run() {
     { echo "FAIL: the shared-memory reference run failed"; exit 1; }
 }
 
-# Everything but wall-clock times, file paths, the device string and where checkpoints go must
-# agree: losses and accuracies of every epoch, bytes per layer and direction, the final summary
-# (less its memory estimate, which counts the checkpoint buffers of a run that writes them).
+# Everything but wall-clock times, measured memory, file paths, the device string and where
+# checkpoints go must agree: losses and accuracies of every epoch, bytes per layer and direction,
+# the final summary (less its memory estimate, which counts the checkpoint buffers of a run that
+# writes them and the process's own memory as measured at start-up).
 ct_strip() {
   sed -E 's/"(epoch_s|compute_s|comm_s|codec_s|total_s)":[^,]*,//g;
+          s/"peak_rss_bytes":\[[^]]*\],"peak_rss_over_estimate":[^,]*,//g;
           s/"(metrics|partition|device|checkpoint_dir|resume)":"[^"]*",?//g;
           s/"(checkpoint_every|keep_checkpoints)":[0-9]+,?//g;
           s/,"memory_estimate":\{.*\}\}$/}/' "$1"

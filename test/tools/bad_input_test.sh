@@ -7,12 +7,7 @@
 set -u
 bin=$1
 mpiexec=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # expect_error NAME PATTERN COMMAND...: non-zero exit, stderr has exactly one line matching
 # PATTERN among the tool's own lines, and finishes within 60 s.

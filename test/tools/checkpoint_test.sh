@@ -12,11 +12,7 @@ set -u
 bin=$1
 mpiexec=$2
 np=${3:-2}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # run NAME COMMAND...: must exit 0 within 120 s.
 run() {
   local name=$1

@@ -2,16 +2,13 @@
 # usage: peak_memory_test.sh BIN_DIR MPIEXEC RANKS
 # Every tool reports its peak resident memory: halognn-data generate and halognn-partition end
 # their summary line with it, and halognn-train prints every rank's measured peak against its
-# memory estimate and records both in the metrics file's final line (one entry per rank).
+# memory estimate (which includes the program's own memory, measured at start-up) and records
+# both in the metrics file's final line (one entry per rank).
 set -u
 bin=$1
 mpiexec=$2
 np=${3:-2}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 "$bin/halognn-data" generate --out "$work/ds" --nodes 2000 --edges 10000 --classes 3 --features 16 \
   --seed 5 >"$work/gen" || { echo "FAIL: generate"; exit 1; }
@@ -34,8 +31,11 @@ final = [json.loads(l) for l in open(sys.argv[1])][-1]
 rss, np = final["peak_rss_bytes"], int(sys.argv[2])
 # A rank of this tiny run holds the MPI runtime and the binary: tens of MiB, not bytes or GiB.
 assert len(rss) == np and all(isinstance(x, int) and 10 << 20 < x < 2 << 30 for x in rss), rss
+# The estimate holds the program's own memory, measured at start-up, so even this tiny run's
+# measured peak is close to it (the issue's bound: within 1.3x).
+terms = {t["name"]: t["bytes"] for t in final["memory_estimate"]["terms"]}
+assert terms["program and libraries"] > 10 << 20, terms
 ratio = final["peak_rss_over_estimate"]
-est = final["memory_estimate"]["peak_total"]
-assert abs(ratio - max(rss) / est) < 0.5 * ratio, (ratio, rss, est)
+assert 0.8 < ratio < 1.3, (ratio, rss, final["memory_estimate"]["peak_total"])
 PY
 exit $((failures > 0))

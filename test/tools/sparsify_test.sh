@@ -7,10 +7,7 @@
 # prints the sparsified form; progress appears on a terminal only.
 set -u
 bin=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 gen=(--nodes 400 --edges 2000 --classes 3 --features 300 --seed 3)
 "$bin/halognn-data" generate --out "$work/ds" "${gen[@]}" >/dev/null || { echo "FAIL: generate"; exit 1; }
