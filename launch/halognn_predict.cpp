@@ -17,6 +17,7 @@
 #include "comm/watchdog.hpp"
 #include "core/device.hpp"
 #include "core/error.hpp"
+#include "core/process_memory.hpp"
 #include "partition/partition_io.hpp"
 #include "training/checkpoint.hpp"
 #include "training/partition_agreement.hpp"
@@ -93,12 +94,15 @@ int main(int argc, char** argv) {
       trainer->load_parameters(StateReader(model.arrays, model_path));
     });
     const SplitScores s = trainer->evaluate(0);
+    double peak = static_cast<double>(peak_rss_bytes());
+    GNN_CHECK_MPI(MPI_Reduce(rank == 0 ? MPI_IN_PLACE : &peak, &peak, 1, MPI_DOUBLE, MPI_MAX, 0,
+                             MPI_COMM_WORLD));
     if (rank == 0) {
       const char* metric = trainer->multilabel() ? "f1" : "acc";
       std::printf("%s train %.4f val %.4f test %.4f | model %s (%s, %d layers), partition %s, %d "
-                  "rank(s)\n",
+                  "rank(s), peak RSS %.1f MiB (largest rank)\n",
                   metric, s.train, s.val, s.test, model_path.c_str(), to_string(cfg.model),
-                  cfg.layers, partition.c_str(), static_cast<int>(size));
+                  cfg.layers, partition.c_str(), static_cast<int>(size), peak / 1048576.0);
     }
     return 0;
   } catch (const StartupFailure& e) {

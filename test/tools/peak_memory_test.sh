@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # usage: peak_memory_test.sh BIN_DIR MPIEXEC RANKS
-# Every tool reports its peak resident memory: halognn-data generate and halognn-partition end
-# their summary line with it, and halognn-train prints every rank's measured peak against its
-# memory estimate (which includes the program's own memory, measured at start-up) and records
-# both in the metrics file's final line (one entry per rank).
+# Every tool reports its peak resident memory: halognn-data generate, halognn-partition and
+# halognn-predict (its largest rank's) end their summary line with it, and halognn-train prints
+# every rank's measured peak against its memory estimate (which includes the program's own
+# memory, measured at start-up) and records both in the metrics file's final line (one entry per
+# rank).
 set -u
 bin=$1
 mpiexec=$2
@@ -18,7 +19,7 @@ grep -Eq "^generated .*peak RSS [0-9]+\.[0-9] MiB\)$" "$work/gen" || fail "gener
 grep -Eq "^time: .*; peak RSS [0-9]+\.[0-9] MiB$" "$work/part" || fail "partition: $(cat "$work/part")"
 
 "$mpiexec" -np "$np" --bind-to none "$bin/halognn-train" --partition "$work/p" --model sage \
-  --layers 2 --hidden 16 --epochs 2 --metrics "$work/m.jsonl" >"$work/train" 2>&1 ||
+  --layers 2 --hidden 16 --epochs 2 --metrics "$work/m.jsonl" --save-model "$work/m.npz" >"$work/train" 2>&1 ||
   { echo "FAIL: train"; cat "$work/train"; exit 1; }
 line=$(grep "^halognn-train: peak RSS per rank (measured, against the estimate):" "$work/train")
 [[ -n $line ]] || fail "no measured peak line: $(cat "$work/train")"
@@ -38,4 +39,9 @@ assert terms["program and libraries"] > 10 << 20, terms
 ratio = final["peak_rss_over_estimate"]
 assert 0.8 < ratio < 1.3, (ratio, rss, final["memory_estimate"]["peak_total"])
 PY
+
+"$mpiexec" -np "$np" --bind-to none "$bin/halognn-predict" --partition "$work/p" --model "$work/m.npz" \
+  >"$work/predict" 2>&1 || { echo "FAIL: predict"; cat "$work/predict"; exit 1; }
+grep -Eq "rank\(s\), peak RSS [0-9]+\.[0-9] MiB \(largest rank\)$" "$work/predict" ||
+  fail "predict: $(cat "$work/predict")"
 exit $((failures > 0))
