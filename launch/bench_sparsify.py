@@ -154,7 +154,8 @@ def accuracy(args):
                         os.remove(metrics)
                     run([os.path.join(args.build, "bin", "halognn-train"), "--partition", part,
                          "--quiet", "--seed", str(seed), "--metrics", metrics] +
-                        bench_suite.PROTOCOLS[protocol][model], env=env)
+                        bench_suite.PROTOCOLS[protocol][model] +
+                        bench_suite.PROTOCOLS[protocol].get("_all", []), env=env)
                     fin = [json.loads(l) for l in open(metrics)][-1]
                     accs.append(100 * fin["final_test_acc"])
                 ratio = "1" if not k else "%.1f" % json.load(
