@@ -403,8 +403,6 @@ int main(int argc, char** argv) {
     if (rank == 0) {
       const std::string line = measured_memory_line(rss, est, &rss_ratio);
       if (!cfg.quiet) std::cout << line << std::flush;
-    }
-    if (rank == 0) {
       Json f = final.to_json();
       f["peak_rss_bytes"] = std::vector<std::int64_t>(rss.begin(), rss.end());
       f["peak_rss_over_estimate"] = rss_ratio;

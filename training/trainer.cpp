@@ -475,18 +475,16 @@ void Trainer::forward(std::int64_t epoch, bool training) {
         xs.val = x0_dropped_.data();
       }
       layers_[0]->set_sparse_input(xs);
+    } else if (drop && l == 0) {
+      draw_layer0_dropout(epoch);
+      in = layer0_dropout_view();
     } else if (drop) {
       const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
                        static_cast<std::uint64_t>(l)};
-      if (l > 0 && dropout_in_place()) {
-        kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, x);
-      } else if (l == 0) {
-        draw_layer0_dropout(epoch);
-        in = layer0_dropout_view();
-      } else {
-        kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, xd_[l].view());
-        in = xd_[l].view();
-      }
+      // In place after ReLU (dropout_in_place), else into the layer's dropout copy.
+      const DenseView out = dropout_in_place() ? x : xd_[l].view();
+      kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, out);
+      in = out;
     }
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;
