@@ -142,7 +142,10 @@ int cmd_convert(const std::vector<std::string>& args) {
       ("val-per-class", po::value(&o.val_per_class)->default_value(30),
        "Shchur split: validation nodes per class")
       ("largest-component", po::bool_switch(&o.largest_component),
-       "keep only the largest connected component (Shchur et al.'s protocol)");
+       "keep only the largest connected component (Shchur et al.'s protocol)")
+      ("binary-features", po::bool_switch(&o.binary_features),
+       "set every non-zero feature to 1 (count features as binary bag-of-words, as Shchur et "
+       "al.'s pipeline does)");
   SparsifyOptions sp;
   sp.add_to(desc);
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||

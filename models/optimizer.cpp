@@ -46,6 +46,17 @@ class OptimizerBase : public Optimizer {
     }
     throw ConfigError("set_weight_decay: parameter " + p->name + " is not optimised here");
   }
+  double l2_penalty() const override {
+    if (cfg_.decoupled) return 0.0;
+    double penalty = 0;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (decay_[i] == 0.0f) continue;
+      double sq = 0;
+      for (const float w : params_[i]->value.to_host()) sq += static_cast<double>(w) * w;
+      penalty += 0.5 * static_cast<double>(decay_[i]) * sq;
+    }
+    return penalty;
+  }
   std::int64_t steps() const override { return steps_; }
   void set_lr(float lr) override {
     GNN_CHECK_CONFIG(lr >= 0 && std::isfinite(lr), "learning rate must be non-negative, got ", lr);

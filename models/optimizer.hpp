@@ -35,6 +35,9 @@ class Optimizer {
   virtual void step() = 0;
   /// Overrides the weight decay of one parameter (must be one this optimiser updates).
   virtual void set_weight_decay(const Parameter* p, float weight_decay) = 0;
+  /// The L2 penalty whose gradient the weight decay adds: sum over parameters of
+  /// decay / 2 * sum of w^2 (0 with decoupled decay, which is not the gradient of a loss term).
+  virtual double l2_penalty() const = 0;
   /// Updates applied so far.
   virtual std::int64_t steps() const = 0;
   /// The learning rate of the following steps (a schedule sets it before each step).

@@ -130,6 +130,9 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("select-by", po::value(&select_by)->default_value("score"),
        "what makes an evaluation the best: score | loss (validation) | both (GAT's rule: "
        "go on while either improves, keep the model that improved both)")
+      ("val-loss-l2", po::bool_switch(&c.val_loss_l2),
+       "add the weight decay's L2 penalty (weight-decay / 2 * sum of w^2 over the decayed "
+       "weights) to the validation loss, as Shchur et al.'s reference code does")
       ("no-restore-best", po::bool_switch(&no_restore_best),
        "keep the last parameters (default: load the best evaluation's and evaluate them again)")
       ("lr-schedule", po::value(&lr_schedule)->default_value("constant"),

@@ -136,6 +136,8 @@ void TrainConfig::validate() const {
                    "): improvements are only seen at evaluations");
   GNN_CHECK_CONFIG(select_by == SelectBy::score || patience > 0 || restore_best,
                    "--select-by applies to --patience or the best-model restore (both are off)");
+  GNN_CHECK_CONFIG(!val_loss_l2 || weight_decay > 0,
+                   "--val-loss-l2 adds the L2 penalty of --weight-decay, which is 0 here");
   GNN_CHECK_CONFIG(lr_step >= 0, "--lr-step must be non-negative");
   GNN_CHECK_CONFIG(lr_step == 0 || lr_schedule == LrScheduleKind::step,
                    "--lr-step applies to --lr-schedule step only");
@@ -227,6 +229,7 @@ Json TrainConfig::to_json() const {
   j["patience"] = patience;
   j["select_by"] = to_string(select_by);
   j["no_restore_best"] = !restore_best;
+  j["val_loss_l2"] = val_loss_l2;
   j["lr_schedule"] = to_string(lr_schedule);
   j["lr_step"] = lr_step;
   j["lr_gamma"] = lr_gamma;

@@ -67,6 +67,10 @@ struct TrainConfig {
   SelectBy select_by = SelectBy::score;
   /// After training, load the parameters of the best evaluation and evaluate them once more.
   bool restore_best = true;
+  /// The validation loss (model selection, patience, the metrics' val_loss) adds the L2 penalty
+  /// whose gradient the weight decay is, weight_decay / 2 * sum of w^2 over the decayed
+  /// parameters, as Shchur et al.'s reference implementation does.
+  bool val_loss_l2 = false;
   LrScheduleKind lr_schedule = LrScheduleKind::constant;
   int lr_step = 0;             ///< step: multiply by lr_gamma every lr_step epochs
   float lr_gamma = 0.1f;       ///< step, plateau: the factor

@@ -723,6 +723,8 @@ SplitScores Trainer::evaluate(std::int64_t epoch) {
   forward(epoch, /*training=*/false);
   SplitScores s = scores(true);
   s.val_loss = validation_loss();
+  // Parameters are the same on every rank: so is the penalty.
+  if (cfg_.val_loss_l2) s.val_loss += optimizer_->l2_penalty();
   return s;
 }
 

@@ -449,8 +449,20 @@ Dataset convert_dataset(const std::string& input, const ConvertOptions& opts) {
         ds.meta["split"].value("kind", "") == "shchur")
       apply_shchur_split(ds, opts);
   }
+  if (opts.binary_features) binarize_features(ds);
   validate_dataset(ds, src.path);
   return ds;
+}
+
+void binarize_features(Dataset& ds) {
+  std::int64_t changed = 0, nonzero = 0;
+  for (float& v : ds.features.host()) {
+    if (v == 0.0f) continue;
+    ++nonzero;
+    changed += v != 1.0f;
+    v = 1.0f;
+  }
+  ds.meta["binary_features"] = Json{{"nonzero", nonzero}, {"entries_changed", changed}};
 }
 
 void keep_largest_component(Dataset& ds) {

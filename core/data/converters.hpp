@@ -50,6 +50,9 @@ struct ConvertOptions {
   /// Keep only the largest connected component (part of Shchur et al.'s protocol); nodes are
   /// renumbered in their original order.
   bool largest_component = false;
+  /// Every non-zero feature becomes 1: count features (Coauthor CS/Physics store word counts)
+  /// turned into binary bag-of-words, as Shchur et al.'s pipeline does before training.
+  bool binary_features = false;
 };
 
 /// A detected source: the layout, the path to hand to the converter (a file or folder) and the
@@ -66,7 +69,8 @@ struct SourceLocation {
 /// nothing recognisable is found or the choice is ambiguous.
 SourceLocation detect_source(const std::string& input, const ConvertOptions& opts);
 
-/// Detects (unless opts.format is set) and converts; applies largest_component if asked.
+/// Detects (unless opts.format is set) and converts; applies largest_component and
+/// binary_features if asked.
 Dataset convert_dataset(const std::string& input, const ConvertOptions& opts);
 
 /// Planetoid pickles in `dir` for dataset `name` (cora, citeseer, pubmed): the public split
@@ -99,6 +103,9 @@ Dataset convert_musae(const std::string& dir, const std::string& name, const Con
 /// raw/num-node-list.csv.gz (optional), split/<name>/{train,valid,test}.csv.gz (the only
 /// subfolder of split/, or opts.name). Without a split folder: Shchur split.
 Dataset convert_ogb(const std::string& dir, const ConvertOptions& opts);
+
+/// Sets every non-zero dense feature to 1 (meta.binary_features counts the entries changed).
+void binarize_features(Dataset& ds);
 
 /// Restricts `ds` to its largest connected component (ties: the one with the smallest node id),
 /// renumbering nodes in their original order and remapping the splits.

@@ -199,6 +199,24 @@ TEST(GraphDataConverter, CoauthorCsCountsMatchProvenance) {
   expect_split(ds, 300, 450, 18333 - 750);
 }
 
+TEST(GraphDataConverter, BinaryFeaturesTurnCoauthorCsWordCountsIntoOnes) {
+  SHARED_OR_SKIP(dir, "coauthor-cs");
+  const Dataset counts = convert_dataset(dir, {});
+  ConvertOptions o;
+  o.binary_features = true;
+  const Dataset bin = convert_dataset(dir, o);
+  const auto c = counts.features.host(), b = bin.features.host();
+  ASSERT_EQ(c.size(), b.size());
+  std::int64_t above_one = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    ASSERT_EQ(b[i], c[i] != 0.0f ? 1.0f : 0.0f) << i;
+    above_one += c[i] > 1.0f;
+  }
+  EXPECT_GT(above_one, 200000) << "CS stores word counts";
+  EXPECT_EQ(stats_of(bin).feature_nnz, 1092079);
+  EXPECT_EQ(bin.meta.at("binary_features").at("entries_changed").get<std::int64_t>(), above_one);
+}
+
 TEST(GraphDataConverter, CoauthorPhysicsCountsMatchProvenance) {
   SHARED_OR_SKIP(dir, "coauthor-physics");
   const Dataset ds = convert_dataset(dir, {});

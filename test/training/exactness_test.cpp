@@ -254,14 +254,18 @@ TEST(Protocol, EarlyStoppingAndRestoreAgreeAcrossRankCounts) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const Dataset ds = testing::small_dataset();
-  for (const SelectBy by : {SelectBy::score, SelectBy::loss, SelectBy::both}) {
+  // The last case selects by the validation loss with the L2 penalty added (--val-loss-l2).
+  const std::pair<SelectBy, bool> rules[] = {
+      {SelectBy::score, false}, {SelectBy::loss, false}, {SelectBy::both, false}, {SelectBy::loss, true}};
+  for (const auto& [by, l2] : rules) {
     for (const char* codec : {"fp32", "q4"}) {
-      SCOPED_TRACE(std::string(to_string(by)) + " " + codec);
+      SCOPED_TRACE(std::string(to_string(by)) + (l2 ? "+l2 " : " ") + codec);
       TrainConfig cfg = testing::small_config(ModelKind::gcn);
       cfg.epochs = 300;
       cfg.lr = 0.05f;  // converges fast, so patience ends it well before 300 epochs
       cfg.patience = 8;
       cfg.select_by = by;
+      cfg.val_loss_l2 = l2;
       // q4: a stochastic codec, so the re-evaluation must draw what the best epoch drew.
       cfg.codec = codec;
       auto world = make_mpi_transport(MPI_COMM_WORLD);

@@ -228,6 +228,35 @@ TEST_F(TrainerProtocol, FirstLayerOnlyWeightDecayLeavesLaterLayersUndecayed) {
   EXPECT_NE(first[0], none[0]);
 }
 
+TEST_F(TrainerProtocol, ValidationLossWithL2AddsHalfTheDecayTimesTheDecayedWeightsSquares) {
+  // Two trainers from the same start, trained alike (the option changes no gradient): their
+  // validation losses differ by weight_decay / 2 * sum of w^2 over the decayed weights only
+  // (first layer only: not layer 1, not the biases).
+  const Dataset ds = testing::small_dataset();
+  auto t = make_mpi_transport(MPI_COMM_SELF);
+  TrainConfig cfg = testing::small_config(ModelKind::gcn);
+  cfg.weight_decay = 0.05f;
+  cfg.decay_first_layer_only = true;
+  Trainer plain(cfg, testing::partition_of(ds, 1, 0), *t, cpu_device());
+  cfg.val_loss_l2 = true;
+  Trainer with_l2(cfg, testing::partition_of(ds, 1, 0), *t, cpu_device());
+  for (int e = 0; e < 3; ++e) {
+    plain.run_epoch(e, false);
+    with_l2.run_epoch(e, false);
+  }
+  double sq = 0;
+  for (const float w : with_l2.layers()[0]->parameters()[0]->value.to_host()) sq += double(w) * w;
+  ASSERT_EQ(with_l2.layers()[0]->parameters()[0]->name, "layer0.weight");
+  const SplitScores a = plain.evaluate(3), b = with_l2.evaluate(3);
+  EXPECT_EQ(a.test, b.test) << "the same model";
+  EXPECT_NEAR(b.val_loss - a.val_loss, 0.5 * 0.05 * sq, 1e-6 * sq);
+  EXPECT_GT(sq, 0.1);
+
+  // Without weight decay the option would change nothing: refused.
+  cfg.weight_decay = 0.0f;
+  EXPECT_THROW(cfg.validate(), ConfigError);
+}
+
 TEST_F(TrainerProtocol, MetricsAreCheckedAgainstTheTask) {
   auto t = make_mpi_transport(MPI_COMM_SELF);
   TrainConfig cfg = testing::small_config(ModelKind::gcn);
