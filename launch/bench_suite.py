@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+import roofline  # launch/roofline.py, beside this script
+
 PARTITION_FORMAT = 3  # kPartitionFormatVersion in partition/partition_io.hpp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -323,14 +325,22 @@ def epoch_stats(epochs, skip):
 
 def scaling(e, a):
     rows, results = [], []
+    # The machine's limits, measured in this run, for the roofline bound of every epoch.
+    limits = os.path.join(e.work, "limits.json")
+    e.run(["halognn-bench-kernels", "--limits-only", "--json", limits], ranks=0)
+    lim = json.load(open(limits))
+    print(f"limits: triad {lim['triad_gb_per_s']:.1f} GB/s, peak {lim['peak_gflop_per_s']:.1f} "
+          f"GFLOP/s ({lim['threads']} threads)", file=sys.stderr)
     for model in a.models:
         for ranks in a.ranks:
             args = ["--model", model, "--layers", "3", "--hidden", "256", "--epochs", str(a.epochs),
                     "--eval-every", str(a.epochs)]
             ep, _ = e.train("default", ranks, args, f"scale-{model}-{ranks}")
             st = epoch_stats(ep, 1)
-            results.append(dict(model=model, ranks=ranks, **st))
-            rows.append([model, ranks, f"{st['epoch_s']:.3f}", f"{st['compute_s']:.3f}",
+            bound, _ = roofline.epoch_bound(e.partition("default", ranks), limits, model, 3, 256)
+            results.append(dict(model=model, ranks=ranks, bound_s=bound, **st))
+            rows.append([model, ranks, f"{st['epoch_s']:.3f}", f"{bound:.3f}",
+                         f"{st['epoch_s'] / bound:.1f}", f"{st['compute_s']:.3f}",
                          f"{st['comm_s']:.3f}", f"{st['codec_s']:.3f}", f"{st['bytes'] / 1e6:.1f}"])
         if model in ("gcn", "sage"):
             out = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "launch", "bench_torch_baseline.py"),
@@ -341,11 +351,11 @@ def scaling(e, a):
             results.append(dict(t, model=model))
             ours = next(r for r in results if r.get("model") == model and r.get("ranks") == 1)
             rows.append([f"{model} (PyTorch {t['torch']}, {t['threads']} threads)", 1,
-                         f"{t['epoch_s_mean']:.3f}", "", "", "", "0"])
+                         f"{t['epoch_s_mean']:.3f}", "", "", "", "", "", "0"])
             rows.append([f"{model}: PyTorch / halognn at 1 rank", "", f"{t['epoch_s_mean'] / ours['epoch_s']:.2f}x",
-                         "", "", "", ""])
-    print(table(["model (3 x 256, default graph)", "ranks", "epoch s", "compute s", "comm wait s",
-                 "codec s", "MB sent / epoch"], rows))
+                         "", "", "", "", "", ""])
+    print(table(["model (3 x 256, default graph)", "ranks", "epoch s", "roofline bound s",
+                 "measured / bound", "compute s", "comm wait s", "codec s", "MB sent / epoch"], rows))
     return results
 
 
