@@ -16,8 +16,10 @@ usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [-
 Run with /usr/bin/python3 (Debian's numpy/matplotlib). Needs the tools built in BUILD_DIR/bin.
 """
 import argparse
+import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -204,15 +206,23 @@ class Env:
     def dataset(self, name, seed=1):
         inst = self.instance(name, seed)
         d = os.path.join(self.work, inst)
-        if not os.path.exists(os.path.join(d, "manifest.json")):
-            if name == "default":
-                self.run(["halognn-data", "generate", "--out", d], ranks=0)
-            else:
-                spec = DATASETS.get(name, dict(src=name, convert=[]))
-                opts = [str(seed) if o == "SEED" else str(seed - 1) if o == "SPLIT" else o
-                        for o in spec["convert"]]
-                self.run(["halognn-data", "convert", "--input", os.path.join(SHARED, spec["src"]),
-                          "--out", d] + opts, ranks=0)
+        if name == "default":
+            cmd = ["halognn-data", "generate", "--out", d]
+        else:
+            spec = DATASETS.get(name, dict(src=name, convert=[]))
+            opts = [str(seed) if o == "SEED" else str(seed - 1) if o == "SPLIT" else o
+                    for o in spec["convert"]]
+            cmd = ["halognn-data", "convert", "--input", os.path.join(SHARED, spec["src"]),
+                   "--out", d] + opts
+        # The command that made the dataset is kept beside it: a dataset (and its partitions)
+        # made with other options, e.g. by an older protocol, is made again.
+        record = d + ".command.json"
+        made = json.load(open(record)) if os.path.exists(record) else None
+        if made != cmd or not os.path.exists(os.path.join(d, "manifest.json")):
+            for old in [d] + glob.glob(glob.escape(d) + ".p*"):
+                shutil.rmtree(old, ignore_errors=True)
+            self.run(cmd, ranks=0)
+            json.dump(cmd, open(record, "w"))
         return d
 
     def partition(self, name, parts, seed=1, extra=(), suffix=""):
