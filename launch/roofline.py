@@ -72,7 +72,7 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
     for l, (fi, fo, h) in enumerate(dims):
         last = l == len(dims) - 1
         w = fo * h
-        if l > 0:
+        if l > 0 and ranks > 1:
             # The owner reads its boundary rows, the receiver writes its halo rows.
             s.add(f"L{l} exchange forward", F32 * fi * (sent + halo))
         if dropout > 0:
@@ -155,8 +155,9 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
         if need_gx:
             if dropout > 0:
                 s.add(f"L{l} dropout_backward", 2 * F32 * m * fi + 8.0 * m, m * fi)
-            # The owner reads the received gradients and adds them into its boundary rows.
-            s.add(f"L{l} exchange backward", F32 * fi * (halo + 2 * sent))
+            if ranks > 1:
+                # The owner reads the received gradients and adds them into its boundary rows.
+                s.add(f"L{l} exchange backward", F32 * fi * (halo + 2 * sent))
     if ranks > 1:
         # A ring all-reduce moves 2 (P-1)/P of the gradients through every rank: read and write.
         s.add("all-reduce of the gradients", 2 * F32 * params * 2.0 * (ranks - 1) / ranks,

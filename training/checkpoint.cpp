@@ -404,6 +404,8 @@ TrainConfig model_config(const SavedModel& model, const std::string& partition_d
   c.hidden = manifest_value<std::int64_t>(j, "hidden", origin);
   c.heads = manifest_value<int>(j, "heads", origin);
   c.row_normalize_features = manifest_value<bool>(j, "row_normalize", origin);
+  // Models saved before --no-bias existed have biases.
+  c.bias = !(j.contains("no_bias") && manifest_value<bool>(j, "no_bias", origin));
   c.sparse_features = !manifest_value<bool>(j, "dense_features", origin);
   c.seed = manifest_value<std::uint64_t>(j, "seed", origin);
   c.epochs = 0;

@@ -188,33 +188,39 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
                    static_cast<double>(dims[static_cast<std::size_t>(l)].heads);
   }
   // Parameters: value and gradient of every declared parameter; optimiser state of the trained
-  // ones (Adam: two moments; SGD: a velocity when momentum > 0). The biases are trained.
-  // With the best-model restore, a copy of every trained value is kept during training.
+  // ones (Adam: two moments; SGD: a velocity when momentum > 0). The biases are declared always
+  // and trained unless --no-bias. With the best-model restore, a copy of every trained value is
+  // kept during training.
   double params = 0, largest_param = 0, snapshot = 0;
   const double state = cfg.optimizer == OptimizerKind::adam ? 2 : (cfg.momentum > 0 ? 1 : 0);
+  auto declare = [&](double n, bool trained) {
+    params += kF * n * (2 + (trained ? state : 0));
+    if (trained) snapshot += kF * n;
+    largest_param = std::max(largest_param, kF * n);
+  };
   for (const LayerDims& d : dims) {
-    std::vector<double> p;
+    const double in = static_cast<double>(d.in), out = static_cast<double>(d.out);
     if (gin) {
-      // W1, b1, W2, b2; eps (1 x 1) always has a value and a gradient, optimiser state and a
-      // snapshot only when it is trained.
-      p = {static_cast<double>(d.in) * static_cast<double>(d.mlp), static_cast<double>(d.mlp),
-           static_cast<double>(d.mlp) * static_cast<double>(d.out), static_cast<double>(d.out)};
-      params += kF * (2 + (cfg.train_eps ? state : 0));
-      if (cfg.train_eps) snapshot += kF;
+      // W1, b1, W2, b2; eps (1 x 1) trained only with --train-eps.
+      const double mlp = static_cast<double>(d.mlp);
+      declare(in * mlp, true);
+      declare(mlp * out, true);
+      declare(mlp, cfg.bias);
+      declare(out, cfg.bias);
+      declare(1, cfg.train_eps);
     } else if (cfg.model == ModelKind::gcn) {
-      p = {static_cast<double>(d.in * d.out), static_cast<double>(d.out)};
+      declare(in * out, true);
+      declare(out, cfg.bias);
     } else if (cfg.model == ModelKind::sage) {
-      p = {static_cast<double>(d.in * d.out), static_cast<double>(d.in * d.out),
-           static_cast<double>(d.out)};
+      declare(in * out, true);
+      declare(in * out, true);
+      declare(out, cfg.bias);
     } else {
-      p = {static_cast<double>(d.in) * static_cast<double>(d.heads * d.out),
-           static_cast<double>(d.heads * d.out), static_cast<double>(d.heads * d.out),
-           static_cast<double>(d.out_dim())};
-    }
-    for (double n : p) {
-      params += kF * n * (2 + state);
-      snapshot += kF * n;
-      largest_param = std::max(largest_param, kF * n);
+      const double width = static_cast<double>(d.heads) * out;
+      declare(in * width, true);
+      declare(width, true);
+      declare(width, true);
+      declare(static_cast<double>(d.out_dim()), cfg.bias);
     }
   }
 

@@ -50,7 +50,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   std::string refresh_by = "grad";
   bool dense_features = false;
   std::string select_by = "score", lr_schedule = "constant", metric = "auto";
-  bool no_restore_best = false;
+  bool no_restore_best = false, no_bias = false;
   int staleness_bound_alias = -1;
   po::options_description general("General");
   general.add_options()
@@ -105,6 +105,8 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("epochs", po::value(&c.epochs)->default_value(200), "training epochs")
       ("lr", po::value(&c.lr)->default_value(0.01f), "learning rate")
       ("weight-decay", po::value(&c.weight_decay)->default_value(5e-4f), "L2 weight decay")
+      ("no-bias", po::bool_switch(&no_bias),
+       "layers without a bias (as Kipf & Welling's reference GCN)")
       ("decay-biases", po::bool_switch(&c.decay_biases), "apply weight decay to biases too")
       ("decay-first-layer-only", po::bool_switch(&c.decay_first_layer_only),
        "apply weight decay to the first layer only (Kipf & Welling)")
@@ -209,6 +211,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.lr_schedule = parse_lr_schedule(lr_schedule);
   c.metric = parse_metric(metric);
   c.restore_best = !no_restore_best;
+  c.bias = !no_bias;
   c.numerics = kernels::parse_cpu_numerics(numerics);
   c.halo_rows = parse_halo_rows(halo_rows);
   c.refresh_by = parse_refresh_by(refresh_by);

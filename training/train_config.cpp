@@ -136,6 +136,7 @@ void TrainConfig::validate() const {
                    "): improvements are only seen at evaluations");
   GNN_CHECK_CONFIG(select_by == SelectBy::score || patience > 0 || restore_best,
                    "--select-by applies to --patience or the best-model restore (both are off)");
+  GNN_CHECK_CONFIG(bias || !decay_biases, "--decay-biases with --no-bias: there are no biases");
   GNN_CHECK_CONFIG(!val_loss_l2 || weight_decay > 0,
                    "--val-loss-l2 adds the L2 penalty of --weight-decay, which is 0 here");
   GNN_CHECK_CONFIG(lr_step >= 0, "--lr-step must be non-negative");
@@ -218,6 +219,7 @@ Json TrainConfig::to_json() const {
   j["epochs"] = epochs;
   j["lr"] = lr;
   j["weight_decay"] = weight_decay;
+  j["no_bias"] = !bias;
   j["decay_biases"] = decay_biases;
   j["decay_first_layer_only"] = decay_first_layer_only;
   j["optimizer"] = to_string(optimizer);

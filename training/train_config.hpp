@@ -51,6 +51,8 @@ struct TrainConfig {
   int epochs = 200;
   float lr = 0.01f;
   float weight_decay = 5e-4f;
+  /// Layers add a bias (Kipf & Welling's reference GCN has none: --no-bias).
+  bool bias = true;
   bool decay_biases = false;   ///< biases (and GIN's eps) are not decayed unless this is set
   /// Decay the first layer's parameters only (Kipf & Welling's GCN, Shchur et al.'s GCN and SAGE).
   bool decay_first_layer_only = false;

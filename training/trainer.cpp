@@ -108,6 +108,7 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     lc.mlp_hidden = cfg_.hidden;
     lc.eps = cfg_.gin_eps;
     lc.train_eps = cfg_.train_eps;
+    lc.bias = cfg_.bias;
     layers_.push_back(make_layer(lc, cfg_.seed, l));
     layers_.back()->prepare(graph_);
     in = layers_.back()->out_dim();

@@ -48,6 +48,11 @@ class Roofline(unittest.TestCase):
         self.assertEqual(k["L1 exchange forward"][0], 4 * 16 * (8 + 8))
         self.assertEqual(k["L1 exchange backward"][0], 4 * 16 * (8 + 2 * 8))
         self.assertNotIn("L0 exchange forward", k, "features cross once, at start-up")
+        with tempfile.TemporaryDirectory() as d:
+            limits = write_case(d, 1, [10], [0], [0], [20])
+            _, one = roofline.epoch_bound(d, limits, "sage", 2, 16, dropout=0.5)
+        self.assertFalse([n for n in one if "exchange" in n or "all-reduce" in n],
+                         "one rank exchanges nothing")
         self.assertNotIn("L0 dropout_backward", k, "layer 0 has no input gradient")
         params = 2 * 8 * 16 + 16 + 2 * 16 * 2 + 2
         self.assertEqual(k["all-reduce of the gradients"][0], 2 * 4 * params * 2 * 0.5 * 2)

@@ -39,6 +39,8 @@ struct ModelCase {
 const ModelCase kModels[] = {
     {"gcn", ModelKind::gcn, [](TrainConfig&) {}},
     {"sage", ModelKind::sage, [](TrainConfig&) {}},
+    // Kipf & Welling's reference GCN: no biases.
+    {"gcn_no_bias", ModelKind::gcn, [](TrainConfig& c) { c.bias = false; }},
     {"gat", ModelKind::gat, [](TrainConfig&) {}},
     // GAT as published: ELU (the default for GAT), dropout of attention coefficients and of the
     // aggregated values, averaged output heads.

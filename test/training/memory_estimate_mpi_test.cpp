@@ -177,6 +177,9 @@ INSTANTIATE_TEST_SUITE_P(
                              c.hidden = 3;
                              c.train_eps = true;
                            }},
+                      // No biases: declared by the layers, not trained (no moments, no snapshot).
+                      Case{"gin_no_bias", ModelKind::gin, "fp32", ExchangeMode::sync, false,
+                           [](TrainConfig& c) { c.bias = false; }},
                       Case{"gcn_pipelined", ModelKind::gcn, "q2", ExchangeMode::pipelined, false},
                       Case{"sage_refresh", ModelKind::sage, "fp32", ExchangeMode::refresh, false},
                       Case{"sage_sparse", ModelKind::sage, "fp32", ExchangeMode::sync, true},

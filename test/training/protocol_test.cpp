@@ -257,6 +257,29 @@ TEST_F(TrainerProtocol, ValidationLossWithL2AddsHalfTheDecayTimesTheDecayedWeigh
   EXPECT_THROW(cfg.validate(), ConfigError);
 }
 
+TEST_F(TrainerProtocol, NoBiasTrainsTheWeightsOnly) {
+  // --no-bias: no layer offers a bias to the optimiser, and the model is another one (biases
+  // start at zero, so the runs part after the first step).
+  const Dataset ds = testing::small_dataset();
+  auto t = make_mpi_transport(MPI_COMM_SELF);
+  for (const ModelKind kind : {ModelKind::gcn, ModelKind::sage, ModelKind::gat, ModelKind::gin}) {
+    TrainConfig cfg = testing::small_config(kind);
+    cfg.bias = false;
+    Trainer plain(cfg, testing::partition_of(ds, 1, 0), *t, cpu_device());
+    for (const Parameter* p : plain.parameters())
+      EXPECT_EQ(p->name.find("bias"), std::string::npos) << p->name;
+    cfg.bias = true;
+    Trainer biased(cfg, testing::partition_of(ds, 1, 0), *t, cpu_device());
+    EXPECT_GT(biased.parameters().size(), plain.parameters().size());
+    EXPECT_EQ(plain.run_epoch(0, false).loss, biased.run_epoch(0, false).loss);
+    EXPECT_NE(plain.run_epoch(1, false).loss, biased.run_epoch(1, false).loss);
+  }
+  TrainConfig cfg = testing::small_config(ModelKind::gcn);
+  cfg.bias = false;
+  cfg.decay_biases = true;
+  EXPECT_THROW(cfg.validate(), ConfigError) << "--decay-biases with --no-bias";
+}
+
 TEST_F(TrainerProtocol, MetricsAreCheckedAgainstTheTask) {
   auto t = make_mpi_transport(MPI_COMM_SELF);
   TrainConfig cfg = testing::small_config(ModelKind::gcn);
