@@ -17,6 +17,7 @@ Run with /usr/bin/python3 (Debian's numpy/matplotlib). Needs the tools built in 
 """
 import argparse
 import glob
+import importlib.util
 import json
 import os
 import shutil
@@ -338,6 +339,9 @@ def epoch_stats(epochs, skip):
 
 def scaling(e, a):
     rows, results = [], []
+    if any(m in ("gcn", "sage") for m in a.models) and importlib.util.find_spec("torch") is None:
+        sys.exit("bench_suite: scaling runs the PyTorch baseline beside GCN and SAGE: install "
+                 "Debian's python3-torch (apt-get install python3-torch)")
     # The machine's limits, measured in this run, for the roofline bound of every epoch.
     limits = os.path.join(e.work, "limits.json")
     e.run(["halognn-bench-kernels", "--limits-only", "--json", limits], ranks=0)
