@@ -65,8 +65,7 @@ def model_args(a, ds, model, epochs=None):
         norm = ["--row-normalize"] if ds in ("cora", "citeseer", "pubmed") else []
         args = MODEL_ARGS[model] + norm + ["--epochs", str(a.epochs)]
     if epochs is not None:
-        args = [x for x in bench_suite.without(args, "--epochs", "--patience", "--select-by")
-                if x != "--val-loss-l2"] + ["--epochs", str(epochs)]
+        args = bench_suite.without(args, "--epochs", "--patience", "--select-by") + ["--epochs", str(epochs)]
     return args
 
 
