@@ -57,6 +57,9 @@ namespace detail {
 /// (key0, key1) into out (4 words a block), for the CPU's instruction set (philox.cpp).
 void philox_run_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t lo, std::uint32_t c1,
                     std::uint32_t c2, std::uint32_t c3, std::int64_t count, std::uint32_t* out);
+/// Words j[s] of the stream of item (c2, c3) into out[s], for the CPU's instruction set.
+void philox_words_at_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t c2, std::uint32_t c3,
+                         const std::uint64_t* j, std::int64_t count, std::uint32_t* out);
 }  // namespace detail
 
 /// The Philox-4x32 bijection with 10 rounds (Random123's philox4x32_10).
@@ -127,10 +130,18 @@ class CounterRng {
     return w[j & 3];
   }
 
-  /// Uniform float in [0, 1) with 24 random bits: element `j` of item `item`'s stream.
-  GNN_HD float uniform(std::uint64_t item, std::uint64_t j) const {
-    return static_cast<float>(word(item, j) >> 8) * (1.0f / 16777216.0f);
+  /// Words at scattered positions of one item's stream: out[s] = word(item, j[s]) for s in
+  /// [0, count). Host only; computed in vector code of the CPU's instruction set (philox.cpp).
+  void words_at(std::uint64_t item, const std::uint64_t* j, std::int64_t count, std::uint32_t* out) const {
+    detail::philox_words_at_cpu(key0_, key1_, static_cast<std::uint32_t>(item),
+                                static_cast<std::uint32_t>(item >> 32), j, count, out);
   }
+
+  /// The uniform float in [0, 1) that uniform() makes of a word: its top 24 bits.
+  GNN_HD static float to_uniform(std::uint32_t w) { return static_cast<float>(w >> 8) * (1.0f / 16777216.0f); }
+
+  /// Uniform float in [0, 1) with 24 random bits: element `j` of item `item`'s stream.
+  GNN_HD float uniform(std::uint64_t item, std::uint64_t j) const { return to_uniform(word(item, j)); }
 
   /// Uniform double in [0, 1) with 53 random bits (uses two words: 2j and 2j+1).
   GNN_HD double uniform_double(std::uint64_t item, std::uint64_t j) const {

@@ -16,6 +16,7 @@
 
 #include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/kernels.hpp"
+#include "core/rng.hpp"
 #include "test/kernels/kernel_test_util.hpp"
 
 namespace halognn {
@@ -352,6 +353,27 @@ TEST(CpuIsa, NamesRoundTripAndTheLimitClampsToTheCpu) {
   kernels::set_cpu_isa_limit(CpuIsa::sse2);
   EXPECT_EQ(kernels::cpu_isa(), CpuIsa::sse2);
   kernels::set_cpu_isa_limit(CpuIsa::avx512);
+}
+
+// The batched draw the compact (sparsified-feature) kernels take their dropout masks from gives
+// CounterRng::word's words at scattered, unsorted, repeated positions, including positions whose
+// block index fills the counter's high word, on every instruction set the CPU has.
+TEST_F(KernelModes, PhiloxWordsAtScatteredPositionsEqualSingleWords) {
+  const CounterRng rng({7, RngPurpose::dropout, 2, 0});
+  std::vector<std::uint64_t> at = {0, 1, 2, 3, 4, 8415, 5, 5, 1ull << 34, (1ull << 34) + 3, ~0ull};
+  for (std::uint64_t j = 0; at.size() < 200; ++j) at.push_back((j * 2654435761ull) % 100000);
+  for (const CpuIsa isa : {CpuIsa::sse2, CpuIsa::avx2, CpuIsa::avx512}) {
+    if (isa > kernels::detected_cpu_isa()) continue;
+    kernels::set_cpu_isa_limit(isa);
+    for (const std::uint64_t item : {0ull, 34492ull, (1ull << 40) + 9})
+      for (const std::int64_t count : {1, 63, 64, 65, 200}) {
+        std::vector<std::uint32_t> got(static_cast<std::size_t>(count));
+        rng.words_at(item, at.data(), count, got.data());
+        for (std::int64_t s = 0; s < count; ++s)
+          ASSERT_EQ(got[static_cast<std::size_t>(s)], rng.word(item, at[static_cast<std::size_t>(s)]))
+              << kernels::to_string(isa) << " item " << item << " position " << at[static_cast<std::size_t>(s)];
+      }
+  }
 }
 
 }  // namespace

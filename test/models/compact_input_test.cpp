@@ -4,8 +4,10 @@
 // on one side and by dropout_forward on the decoded matrix on the other. Every model's layer 0
 // shares this path (models/layer_common.hpp: input_matmul, input_matmul_transpose).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -88,6 +90,87 @@ TEST_P(CompactLayerInput, EqualsTheDecodedDenseLayerWithAndWithoutDropout) {
     for (std::size_t k = 0; k < dense.grads.size(); ++k)
       expect_near(compact.grads[k], dense.grads[k], "parameter gradient");
   }
+}
+
+// The two compact kernels on their own, on inputs that reach every branch of their loops: rows
+// that are mostly zero (most slots of the codebook are zero, so they are skipped), 300 rows (the
+// transpose works in batches of 128: two full and a partial one), dropout, beta != 0. Against the
+// decoded matrix after dropout_forward (double sums), and bit for bit the same at 1, 2, 3 and 5
+// threads.
+TEST(CompactKernels, MatchTheDecodedProductAndDoNotDependOnTheThreadCount) {
+  const Device& dev = *cpu_device();
+  const std::int64_t rows = 300, cols = 600, f = 37;
+  Matrix raw = test::random_matrix(rows, cols, 3);
+  std::vector<float> sparse = raw.to_host();
+  for (std::size_t e = 0; e < sparse.size(); ++e)  // about 3 non-zeros per 256-wide chunk, all positive
+    sparse[e] = (e * 2654435761u) % 90 == 0 ? 1.0f + std::abs(sparse[e]) : 0.0f;
+  const SparseFeatures sf = sparsify_features(sparse.data(), rows, cols, 8, 4, 1.0);
+  std::int64_t zero_slots = 0;
+  for (const float c : sf.codebook) zero_slots += c == 0.0f;
+  ASSERT_GT(zero_slots, sf.layout.slots() / 2);
+  ASSERT_LT(zero_slots, sf.layout.slots());
+  Matrix x(rows, cols);
+  desparsify_features(sf, x.data());
+  std::vector<GlobalId> ids(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = 1000 + 7 * i;
+  const auto pos = Buffer<std::uint8_t>::from_host(sf.positions, cpu_device());
+  const auto codebook = Buffer<float>::from_host(sf.codebook, cpu_device());
+  const auto base = Buffer<std::int32_t>::from_host(sf.layout.slot_base, cpu_device());
+  const Matrix w = test::random_matrix(cols, f, 4), g = test::random_matrix(rows, f, 5);
+  const Matrix y0 = test::random_matrix(rows, f, 6), gw0 = test::random_matrix(cols, f, 7);
+  const float p = 0.5f, beta = 0.5f;
+  const RngKey key{9, RngPurpose::dropout, 1, 0};
+  Matrix xd(rows, cols);
+  kernels::dropout_forward(dev, key, ids.data(), p, x.view(), xd.view());
+  const std::vector<float> xh = xd.to_host(), wh = w.to_host(), gh = g.to_host();
+  const std::vector<float> y0h = y0.to_host(), gw0h = gw0.to_host();
+  // Each reference value with the sum of its terms' magnitudes: the float sums of up to 300 terms
+  // may differ from the double ones by a few 1e-6 of it (a wrong mask or column moves a value by
+  // O(0.1) of it).
+  std::vector<double> want_y(static_cast<std::size_t>(rows * f)), mag_y(want_y.size());
+  std::vector<double> want_gw(static_cast<std::size_t>(cols * f)), mag_gw(want_gw.size());
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t c = 0; c < cols; ++c)
+      for (std::int64_t o = 0; o < f; ++o) {
+        const double xv = xh[static_cast<std::size_t>(i * cols + c)];
+        const double ty = xv * wh[static_cast<std::size_t>(c * f + o)], tg = xv * gh[static_cast<std::size_t>(i * f + o)];
+        want_y[static_cast<std::size_t>(i * f + o)] += ty;
+        mag_y[static_cast<std::size_t>(i * f + o)] += std::abs(ty);
+        want_gw[static_cast<std::size_t>(c * f + o)] += tg;
+        mag_gw[static_cast<std::size_t>(c * f + o)] += std::abs(tg);
+      }
+  for (std::size_t e = 0; e < want_y.size(); ++e) {
+    want_y[e] += beta * y0h[e];
+    mag_y[e] += std::abs(beta * y0h[e]);
+  }
+  for (std::size_t e = 0; e < want_gw.size(); ++e) {
+    want_gw[e] += beta * gw0h[e];
+    mag_gw[e] += std::abs(beta * gw0h[e]);
+  }
+  auto expect_sums = [](const std::vector<float>& got, const std::vector<double>& want,
+                        const std::vector<double>& mag, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (std::size_t e = 0; e < got.size(); ++e)
+      ASSERT_NEAR(got[e], want[e], 4e-6 * (1.0 + mag[e])) << what << " at " << e;
+  };
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    const CompactView v{rows, cols, sf.layout.slots(), pos.data(), codebook.data(), base.data(), p, key, ids.data()};
+    Matrix y = y0.clone(), gw = gw0.clone();
+    kernels::compact_matmul(dev, v, w.view(), beta, y.view());
+    kernels::compact_matmul_transpose(dev, v, g.view(), beta, gw.view());
+    return std::pair{y.to_host(), gw.to_host()};
+  };
+  const int threads_before = omp_get_max_threads();
+  const auto one = run(1);
+  expect_sums(one.first, want_y, mag_y, "x w");
+  expect_sums(one.second, want_gw, mag_gw, "x^T g");
+  for (const int t : {2, 3, 5}) {
+    const auto got = run(t);
+    EXPECT_EQ(std::memcmp(got.first.data(), one.first.data(), one.first.size() * sizeof(float)), 0) << t << " threads";
+    EXPECT_EQ(std::memcmp(got.second.data(), one.second.data(), one.second.size() * sizeof(float)), 0) << t << " threads";
+  }
+  omp_set_num_threads(threads_before);
 }
 
 LayerConfig config(ModelKind kind, std::int64_t in, std::int64_t out, int heads = 1,

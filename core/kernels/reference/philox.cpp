@@ -39,5 +39,15 @@ void philox_run_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t lo, st
   isa_sse2::philox_run(key0, key1, lo, c1, c2, c3, count, out);
 }
 
+void philox_words_at_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t c2, std::uint32_t c3,
+                         const std::uint64_t* j, std::int64_t count, std::uint32_t* out) {
+  switch (kernels::cpu_isa()) {
+    case kernels::CpuIsa::avx512: return isa_avx512::philox_words_at(key0, key1, c2, c3, j, count, out);
+    case kernels::CpuIsa::avx2: return isa_avx2::philox_words_at(key0, key1, c2, c3, j, count, out);
+    case kernels::CpuIsa::sse2: break;
+  }
+  isa_sse2::philox_words_at(key0, key1, c2, c3, j, count, out);
+}
+
 }  // namespace detail
 }  // namespace halognn
