@@ -168,18 +168,22 @@ int run_parmetis(int& argc, char**& argv, const PartitionConfig& cfg, const std:
       std::printf("%s: removed %s, left behind by a run that was killed\n", kTool, l.c_str());
     // The distributed partitioner refuses sparsified datasets (distributed_partition.cpp).
     print_report(r.dataset_name, r.num_features, false, cfg, r.report, r.manifest, out);
-    std::printf("%6s %12s %12s %8s %8s %8s %8s %8s %12s %12s %12s\n", "rank", "nodes", "edge rows",
+    // The peak RSS columns are the process's high-water mark after each step (the last one is
+    // its peak): the step where it jumps is the one that needed the memory.
+    std::printf("%6s %12s %12s %8s %8s %8s %8s %8s %12s %12s   %s\n", "rank", "nodes", "edge rows",
                 "read s", "graph s", "part s", "move s", "write s", "read MiB", "sent MiB",
-                "peak RSS MiB");
+                "peak RSS MiB after read / graph / part / move / write");
     DistributedPartitionStats worst;
     std::uint64_t sent = 0;
     for (Rank k = 0; k < size; ++k) {
       const DistributedPartitionStats& s = r.ranks[k];
-      std::printf("%6d %12lld %12lld %8.2f %8.2f %8.2f %8.2f %8.2f %12.1f %12.1f %12.1f\n", k,
-                  static_cast<long long>(s.node_end - s.node_begin),
+      std::printf("%6d %12lld %12lld %8.2f %8.2f %8.2f %8.2f %8.2f %12.1f %12.1f   %.1f / %.1f / %.1f / %.1f / %.1f\n",
+                  k, static_cast<long long>(s.node_end - s.node_begin),
                   static_cast<long long>(s.edge_end - s.edge_begin), s.read_s, s.graph_s,
                   s.partition_s, s.move_s, s.write_s, s.bytes_read / 1048576.0,
-                  s.bytes_sent / 1048576.0, s.peak_rss_bytes / 1048576.0);
+                  s.bytes_sent / 1048576.0, s.peak_rss_after_read / 1048576.0,
+                  s.peak_rss_after_graph / 1048576.0, s.peak_rss_after_partition / 1048576.0,
+                  s.peak_rss_after_move / 1048576.0, s.peak_rss_bytes / 1048576.0);
       worst.read_s = std::max(worst.read_s, s.read_s);
       worst.graph_s = std::max(worst.graph_s, s.graph_s);
       worst.partition_s = std::max(worst.partition_s, s.partition_s);

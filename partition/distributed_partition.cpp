@@ -504,6 +504,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
     GNN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, split_count, 3, MPI_INT64_T, MPI_SUM, comm));
   }
   st.read_s = seconds_since(t0);
+  st.peak_rss_after_read = peak_rss_bytes();
   t0 = Clock::now();
 
   // --- 2. edges to the owner of their source: complete neighbour lists of the block -----------
@@ -560,6 +561,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   std::int64_t directed_edges = static_cast<std::int64_t>(nb.col.size());
   GNN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &directed_edges, 1, MPI_INT64_T, MPI_SUM, comm));
   st.graph_s = seconds_since(t0);
+  st.peak_rss_after_graph = peak_rss_bytes();
   t0 = Clock::now();
 
   // --- 3. the parts ----------------------------------------------------------------------------
@@ -578,6 +580,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
     nb.part = assign_scotch(comm, nb.row_ptr, nb.col, P, cfg.seed);
   });
   st.partition_s = seconds_since(t0);
+  st.peak_rss_after_partition = peak_rss_bytes();
   t0 = Clock::now();
 
   // --- 4. part and degree of every neighbour (asked of its block owner) -------------------------
@@ -676,6 +679,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
     rowdata = exchange(comm, r_send, st.bytes_sent);
   }
   st.move_s = seconds_since(t0);
+  st.peak_rss_after_move = peak_rss_bytes();
   t0 = Clock::now();
 
   // --- 6. build and write the parts this rank writes ------------------------------------------

@@ -28,6 +28,10 @@ struct DistributedPartitionStats {
   std::uint64_t bytes_read = 0;   ///< .npy bytes read (headers and element data)
   std::uint64_t bytes_sent = 0;   ///< bytes sent to other ranks
   std::int64_t peak_rss_bytes = 0;  ///< getrusage maximum resident set size at the end
+  /// The same high-water mark at the end of the read, graph, partition and move steps: the step
+  /// after which it first reaches peak_rss_bytes is the one that peaked.
+  std::int64_t peak_rss_after_read = 0, peak_rss_after_graph = 0, peak_rss_after_partition = 0,
+               peak_rss_after_move = 0;
   double read_s = 0, graph_s = 0, partition_s = 0, move_s = 0, write_s = 0;
 };
 
