@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/data/feature_sparsify.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/kernels.hpp"
 #include "models/layer.hpp"
 #include "models/local_graph.hpp"
@@ -96,7 +97,7 @@ TEST_P(CompactLayerInput, EqualsTheDecodedDenseLayerWithAndWithoutDropout) {
 // that are mostly zero (most slots of the codebook are zero, so they are skipped), 300 rows (the
 // transpose works in batches of 128: two full and a partial one), dropout, beta != 0. Against the
 // decoded matrix after dropout_forward (double sums), and bit for bit the same at 1, 2, 3 and 5
-// threads.
+// threads and on every instruction set the CPU has (core/kernels/cpu_isa.hpp).
 TEST(CompactKernels, MatchTheDecodedProductAndDoNotDependOnTheThreadCount) {
   const Device& dev = *cpu_device();
   const std::int64_t rows = 300, cols = 600, f = 37;
@@ -165,11 +166,19 @@ TEST(CompactKernels, MatchTheDecodedProductAndDoNotDependOnTheThreadCount) {
   const auto one = run(1);
   expect_sums(one.first, want_y, mag_y, "x w");
   expect_sums(one.second, want_gw, mag_gw, "x^T g");
-  for (const int t : {2, 3, 5}) {
-    const auto got = run(t);
-    EXPECT_EQ(std::memcmp(got.first.data(), one.first.data(), one.first.size() * sizeof(float)), 0) << t << " threads";
-    EXPECT_EQ(std::memcmp(got.second.data(), one.second.data(), one.second.size() * sizeof(float)), 0) << t << " threads";
+  const kernels::CpuIsa detected = kernels::detected_cpu_isa();
+  for (const kernels::CpuIsa isa : {kernels::CpuIsa::sse2, kernels::CpuIsa::avx2, kernels::CpuIsa::avx512}) {
+    if (isa > detected) continue;
+    kernels::set_cpu_isa_limit(isa);
+    for (const int t : {1, 2, 3, 5}) {
+      const auto got = run(t);
+      EXPECT_EQ(std::memcmp(got.first.data(), one.first.data(), one.first.size() * sizeof(float)), 0)
+          << kernels::to_string(isa) << ", " << t << " threads";
+      EXPECT_EQ(std::memcmp(got.second.data(), one.second.data(), one.second.size() * sizeof(float)), 0)
+          << kernels::to_string(isa) << ", " << t << " threads";
+    }
   }
+  kernels::set_cpu_isa_limit(detected);
   omp_set_num_threads(threads_before);
 }
 
