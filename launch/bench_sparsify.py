@@ -134,8 +134,8 @@ def cosine(a, b):
 def accuracy(args):
     import numpy as np
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-    print("| dataset | model | features | ratio | input cosine | test accuracy (mean ± sd over %d seeds) |"
-          % len(args.seeds))
+    print("| dataset | model | features | ratio | input cosine | test accuracy (mean ± sd over %d seeds, "
+          "then each seed's) |" % len(args.seeds))
     print("|---|---|---|---|---|---|")
     for data in args.data:
         name = os.path.basename(data)
@@ -160,10 +160,10 @@ def accuracy(args):
                     accs.append(100 * fin["final_test_acc"])
                 ratio = "1" if not k else "%.1f" % json.load(
                     open(os.path.join(part, "manifest.json")))["features"]["ratio"]
-                print("| %s | %s | %s | %s | %.4f | %.2f ± %.2f |" % (
+                print("| %s | %s | %s | %s | %.4f | %.2f ± %.2f (%s) |" % (
                     name, model, "k=%d" % k if k else "dense", ratio, cos[k],
-                    statistics.mean(accs), statistics.stdev(accs) if len(accs) > 1 else 0.0),
-                    flush=True)
+                    statistics.mean(accs), statistics.stdev(accs) if len(accs) > 1 else 0.0,
+                    ", ".join("%.2f" % a for a in accs)), flush=True)
 
 
 def main():
