@@ -25,21 +25,9 @@
 namespace halognn::kernels::reference {
 namespace {
 
-namespace isa_sse2 {
-#include "core/kernels/reference/compact_rows.inc"
-}  // namespace isa_sse2
-
-HALOGNN_BEGIN_AVX2
-namespace isa_avx2 {
-#include "core/kernels/reference/compact_rows.inc"
-}  // namespace isa_avx2
-HALOGNN_END_TARGET
-
-HALOGNN_BEGIN_AVX512
-namespace isa_avx512 {
-#include "core/kernels/reference/compact_rows.inc"
-}  // namespace isa_avx512
-HALOGNN_END_TARGET
+#define HALOGNN_ISA_BODY "core/kernels/reference/compact_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 using GatherFn = void (*)(const float*, const std::uint64_t*, std::int64_t, const float*,
                           std::int64_t, std::int64_t, float*);

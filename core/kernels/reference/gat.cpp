@@ -36,24 +36,9 @@ float reduce_lanes(float* l) {
   return l[0];
 }
 
-namespace isa_sse2 {
-using V = simd::Sse2;
-#include "core/kernels/reference/gat_dots.inc"
-}  // namespace isa_sse2
-
-HALOGNN_BEGIN_AVX2
-namespace isa_avx2 {
-using V = simd::Avx2;
-#include "core/kernels/reference/gat_dots.inc"
-}  // namespace isa_avx2
-HALOGNN_END_TARGET
-
-HALOGNN_BEGIN_AVX512
-namespace isa_avx512 {
-using V = simd::Avx512;
-#include "core/kernels/reference/gat_dots.inc"
-}  // namespace isa_avx512
-HALOGNN_END_TARGET
+#define HALOGNN_ISA_BODY "core/kernels/reference/gat_dots.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 using DotsFn = void (*)(const float*, const float* const*, std::int64_t, std::int64_t, float*);
 

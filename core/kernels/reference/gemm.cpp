@@ -95,24 +95,9 @@ void update_edge_tile(const float* tile, int nr, const TileUpdate& up, float* c,
 using TileFn = void (*)(std::int64_t kc, const float* ap, const float* bp, const TileUpdate& up,
                         float* c, std::int64_t ldc, int rows, int cols);
 
-namespace isa_sse2 {
-using V = simd::Sse2;
-#include "core/kernels/reference/gemm_tile.inc"
-}  // namespace isa_sse2
-
-HALOGNN_BEGIN_AVX2
-namespace isa_avx2 {
-using V = simd::Avx2;
-#include "core/kernels/reference/gemm_tile.inc"
-}  // namespace isa_avx2
-HALOGNN_END_TARGET
-
-HALOGNN_BEGIN_AVX512
-namespace isa_avx512 {
-using V = simd::Avx512;
-#include "core/kernels/reference/gemm_tile.inc"
-}  // namespace isa_avx512
-HALOGNN_END_TARGET
+#define HALOGNN_ISA_BODY "core/kernels/reference/gemm_tile.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 /// A micro-kernel and its tile shape.
 struct TileKernel {

@@ -9,21 +9,9 @@
 namespace halognn {
 namespace {
 
-namespace isa_sse2 {
-#include "core/kernels/reference/philox_run.inc"
-}  // namespace isa_sse2
-
-HALOGNN_BEGIN_AVX2
-namespace isa_avx2 {
-#include "core/kernels/reference/philox_run.inc"
-}  // namespace isa_avx2
-HALOGNN_END_TARGET
-
-HALOGNN_BEGIN_AVX512
-namespace isa_avx512 {
-#include "core/kernels/reference/philox_run.inc"
-}  // namespace isa_avx512
-HALOGNN_END_TARGET
+#define HALOGNN_ISA_BODY "core/kernels/reference/philox_run.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 }  // namespace
 

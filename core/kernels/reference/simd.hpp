@@ -10,7 +10,8 @@
 /// ISA-named namespace in an anonymous namespace. Functions defined in a region are compiled for
 /// its instruction set; functions defined elsewhere (the standard library, our headers) keep the
 /// baseline, so no out-of-line copy of shared code ever carries wider instructions, and the
-/// dispatcher (baseline code) only calls a variant after checking cpu_isa().
+/// dispatcher (baseline code) only calls a variant after checking cpu_isa(). per_isa.inc does the
+/// three inclusions: a kernel file #defines HALOGNN_ISA_BODY as its .inc file and includes it.
 ///
 /// Numerics: add and mul are single IEEE operations; `madd` is mul then add (two roundings) on
 /// every set, `fmadd` is one fused rounding and exists only where the set has FMA (V::kHasFma).

@@ -64,24 +64,9 @@ void scatter_scalar(const SpmmArgs& s, std::int64_t r0, std::int64_t r1, std::in
   }
 }
 
-namespace isa_sse2 {
-using V = simd::Sse2;
-#include "core/kernels/reference/spmm_rows.inc"
-}  // namespace isa_sse2
-
-HALOGNN_BEGIN_AVX2
-namespace isa_avx2 {
-using V = simd::Avx2;
-#include "core/kernels/reference/spmm_rows.inc"
-}  // namespace isa_avx2
-HALOGNN_END_TARGET
-
-HALOGNN_BEGIN_AVX512
-namespace isa_avx512 {
-using V = simd::Avx512;
-#include "core/kernels/reference/spmm_rows.inc"
-}  // namespace isa_avx512
-HALOGNN_END_TARGET
+#define HALOGNN_ISA_BODY "core/kernels/reference/spmm_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 using ScatterFn = void (*)(const SpmmArgs&, std::int64_t, std::int64_t, std::int64_t,
                            std::int64_t, float*, std::int64_t);
