@@ -4,6 +4,7 @@
 /// function of (key, counter): no state advances, so the same (seed, purpose, epoch, layer,
 /// global node id, index) gives the same number on any rank, at any rank count, on CPU or GPU.
 /// That is what makes P-rank dropout equal 1-rank dropout and CPU/GPU quantization identical.
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -137,11 +138,17 @@ class CounterRng {
                                 static_cast<std::uint32_t>(item >> 32), j, count, out);
   }
 
-  /// The uniform float in [0, 1) that uniform() makes of a word: its top 24 bits.
-  GNN_HD static float to_uniform(std::uint32_t w) { return static_cast<float>(w >> 8) * (1.0f / 16777216.0f); }
-
   /// Uniform float in [0, 1) with 24 random bits: element `j` of item `item`'s stream.
-  GNN_HD float uniform(std::uint64_t item, std::uint64_t j) const { return to_uniform(word(item, j)); }
+  GNN_HD float uniform(std::uint64_t item, std::uint64_t j) const {
+    return static_cast<float>(word(item, j) >> 8) * (1.0f / 16777216.0f);
+  }
+
+  /// Dropout's keep test in integers: uniform() of a word w is >= p exactly when
+  /// (w >> 8) >= keep_threshold(p) (both sides times 2^24 are exact: a 24-bit integer, and a
+  /// float scaled by a power of two), which vector code applies without a branch. Host only.
+  static std::int32_t keep_threshold(float p) {
+    return static_cast<std::int32_t>(std::ceil(p * 16777216.0f));
+  }
 
   /// Uniform double in [0, 1) with 53 random bits (uses two words: 2j and 2j+1).
   GNN_HD double uniform_double(std::uint64_t item, std::uint64_t j) const {

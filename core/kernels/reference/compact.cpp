@@ -14,8 +14,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <vector>
 
 #include "core/kernels/cpu_isa.hpp"
@@ -97,11 +95,11 @@ std::int64_t row_entries(const CompactView& x, const NonZeroSlots& nz, std::int6
   if (x.drop_p == 0.0f || t == 0) return t;
   const float p = x.drop_p, keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
   CounterRng(x.drop_key).words_at(static_cast<std::uint64_t>(x.row_ids[i]), col, t, words);
-  // Kept iff to_uniform(w) >= p, tested as dropout_forward does, in integers: (w >> 8) >=
-  // ceil(p 2^24), exact. The kept entries are moved to the front without a branch (a branch on
-  // random bits mispredicts every other entry): every entry is written, the count advances by
-  // its mask bit.
-  const auto threshold = static_cast<std::int32_t>(std::ceil(p * 16777216.0f));
+  // Kept iff uniform(row id, column) >= p, tested as dropout_forward does, in integers
+  // (CounterRng::keep_threshold). The kept entries are moved to the front without a branch (a
+  // branch on random bits mispredicts every other entry): every entry is written, the count
+  // advances by its mask bit.
+  const std::int32_t threshold = CounterRng::keep_threshold(p);
   std::int64_t kept = 0;
   for (std::int64_t e = 0; e < t; ++e) {
     val[kept] = val[e] * keep_scale;

@@ -141,9 +141,8 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
     return;
   }
   const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-  // Kept iff u = (w >> 8) / 2^24 >= p. Both sides times 2^24 are exact (a 24-bit integer, and a
-  // float scaled by a power of two), so the test is the integer one (w >> 8) >= ceil(p 2^24).
-  const auto threshold = static_cast<std::int32_t>(std::ceil(p * 16777216.0f));
+  // Kept iff uniform >= p: in integers, (w >> 8) >= CounterRng::keep_threshold(p).
+  const std::int32_t threshold = CounterRng::keep_threshold(p);
   const CounterRng rng(key);
   // A row's words are drawn block-parallel into a per-thread buffer (CounterRng::blocks
   // vectorises across blocks; one block at a time does not), then the mask is applied in a
