@@ -13,19 +13,6 @@
 #include "compress/float16.hpp"
 #include "core/error.hpp"
 
-// The hot loops are compiled twice, for the x86-64 baseline (SSE2) and for AVX2, and the
-// loader picks the version the CPU supports (GCC function multiversioning), so the build stays
-// portable (no -march). Both run the same integer and IEEE float operations: same bytes.
-#if !defined(HALOGNN_SIMD_CLONES) && defined(__x86_64__) && defined(__GNUC__) && \
-    !defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define HALOGNN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef HALOGNN_SIMD_CLONES
-#define HALOGNN_SIMD_CLONES
-#endif
-
 namespace halognn::codec_detail {
 
 // The wire formats are defined little-endian; the CPU codecs memcpy host values.

@@ -6,6 +6,8 @@
 #include "compress/codec_cuda.hpp"
 #include "compress/codec_util.hpp"
 #include "compress/float16.hpp"
+#include "core/kernels/cpu_isa.hpp"
+#include "core/kernels/reference/simd.hpp"
 
 namespace halognn {
 namespace {
@@ -49,23 +51,19 @@ inline std::uint16_t bf16_nearest(float f) {
 /// (possibly unaligned) output.
 constexpr std::int64_t kStep = 2048;
 
-/// Converts src[0, len) (len <= kStep) into dst; returns true when a value is not finite.
+#define HALOGNN_ISA_BODY "compress/half_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
+
+/// convert_step of the CPU's instruction set.
 template <Half kind>
-HALOGNN_SIMD_CLONES bool convert_step(const float* src, std::int64_t len, std::uint16_t* dst) {
-  std::uint32_t bad = 0;
-  for (std::int64_t j = 0; j < len; ++j)
-    bad |= (f16::float_bits(src[j]) & 0x7F800000u) == 0x7F800000u ? 1u : 0u;
-  if constexpr (kind == Half::bf16) {
-    for (std::int64_t j = 0; j < len; ++j) dst[j] = bf16_nearest(src[j]);
-  } else {
-    // The float addition gets its own loop: inside the selecting loop GCC would compute it only
-    // on the subnormal branch (it may raise FP flags, so it is not speculated), and the branch
-    // keeps that loop from vectorising.
-    alignas(64) float sum[kStep];
-    for (std::int64_t j = 0; j < len; ++j) sum[j] = abs_plus_half(src[j]);
-    for (std::int64_t j = 0; j < len; ++j) dst[j] = half_nearest(src[j], sum[j]);
+auto pick_convert_step() -> bool (*)(const float*, std::int64_t, std::uint16_t*) {
+  switch (kernels::cpu_isa()) {
+    case kernels::CpuIsa::avx512: return isa_avx512::convert_step<kind>;
+    case kernels::CpuIsa::avx2: return isa_avx2::convert_step<kind>;
+    case kernels::CpuIsa::sse2: break;
   }
-  return bad != 0;
+  return isa_sse2::convert_step<kind>;
 }
 
 /// Rows cross as 16-bit floats, row-major, two little-endian bytes per value; no metadata.
@@ -88,13 +86,14 @@ class HalfCodec final : public Codec {
     const float* src = rows.data;
     std::byte* dst = out.data();
     const std::int64_t steps = (n + kStep - 1) / kStep;
+    const auto convert_step = pick_convert_step<kind>();
     bool any_bad = false;
 #pragma omp parallel for schedule(static) reduction(|| : any_bad) \
     if (n >= codec_detail::kParallelMinElements)
     for (std::int64_t t = 0; t < steps; ++t) {
       const std::int64_t k0 = t * kStep, len = std::min(kStep, n - k0);
       alignas(64) std::uint16_t buf[kStep];
-      const bool bad = convert_step<kind>(src + k0, len, buf);
+      const bool bad = convert_step(src + k0, len, buf);
       std::memcpy(dst + k0 * 2, buf, static_cast<std::size_t>(len) * 2);
       any_bad = any_bad || bad;
     }

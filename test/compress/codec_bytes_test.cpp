@@ -100,13 +100,17 @@ TEST(CodecBytes, EveryCodecWritesExactlyTheRecordedBytes) {
       {"q2-bf16meta", 0xBCC8DC0022C4F865ull},
       {"q1-bf16meta", 0x07F3395776254210ull},
   };
-  for (const auto& [name, hash] : expected)
-    EXPECT_EQ(codec_hash(name), hash) << name << " now hashes to 0x" << std::hex << codec_hash(name);
+  // On every instruction set the CPU has: the loops differ, the bytes must not.
+  test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+    for (const auto& [name, hash] : expected)
+      EXPECT_EQ(codec_hash(name), hash) << name << " on " << kernels::to_string(isa)
+                                        << " now hashes to 0x" << std::hex << codec_hash(name);
+  });
 }
 
-// The fp16 encoder converts many values at once without the scalar function's branches; it must
-// agree with f16::float_to_half on every exponent, at and around every rounding boundary, for
-// normal, subnormal, overflowing and zero results of both signs.
+// The fp16 encoder converts many values at once without the scalar function's branches; on every
+// instruction set it must agree with f16::float_to_half on every exponent, at and around every
+// rounding boundary, for normal, subnormal, overflowing and zero results of both signs.
 TEST(CodecBytes, Fp16EncodeMatchesTheScalarConversionAcrossEveryExponent) {
   const auto codec = make_codec("fp16");
   const std::uint32_t lows[] = {0x0000u, 0x0001u, 0x0FFFu, 0x1000u, 0x1001u, 0x2000u,
@@ -119,12 +123,15 @@ TEST(CodecBytes, Fp16EncodeMatchesTheScalarConversionAcrossEveryExponent) {
   }
   const auto rows = static_cast<std::int64_t>(values.size()) / cols;
   std::vector<GlobalId> ids(static_cast<std::size_t>(rows), 0);
-  const auto out = encode(*codec, ConstDenseView(values.data(), rows, cols), make_ctx(ids));
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    const std::uint16_t got = static_cast<std::uint16_t>(std::to_integer<unsigned>(out[2 * k]) |
-                                                         (std::to_integer<unsigned>(out[2 * k + 1]) << 8));
-    ASSERT_EQ(got, f16::float_to_half(values[k])) << "bits 0x" << std::hex << f16::float_bits(values[k]);
-  }
+  test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+    const auto out = encode(*codec, ConstDenseView(values.data(), rows, cols), make_ctx(ids));
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const std::uint16_t got = static_cast<std::uint16_t>(std::to_integer<unsigned>(out[2 * k]) |
+                                                           (std::to_integer<unsigned>(out[2 * k + 1]) << 8));
+      ASSERT_EQ(got, f16::float_to_half(values[k]))
+          << kernels::to_string(isa) << " bits 0x" << std::hex << f16::float_bits(values[k]);
+    }
+  });
 }
 
 // The batched Philox helper the quantizing encoder uses returns exactly CounterRng::block's words,
@@ -134,10 +141,7 @@ TEST(CodecBytes, BatchedPhiloxBlocksEqualSingleBlocks) {
   const CounterRng rng({99, RngPurpose::quantize, 4, 3});
   const std::uint64_t items[] = {0, 17, (1ull << 40) + 5, ~0ull};
   const std::uint64_t starts[] = {0, 1, 1000, 0xFFFFFFF0ull, (7ull << 32) + 3};
-  const kernels::CpuIsa detected = kernels::detected_cpu_isa();
-  for (const kernels::CpuIsa isa : {kernels::CpuIsa::sse2, kernels::CpuIsa::avx2, kernels::CpuIsa::avx512}) {
-    if (isa > detected) continue;
-    kernels::set_cpu_isa_limit(isa);
+  test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
     for (const std::uint64_t item : items)
       for (const std::uint64_t start : starts)
         for (const std::int64_t count : {1, 3, 64, 65, 200}) {
@@ -150,8 +154,7 @@ TEST(CodecBytes, BatchedPhiloxBlocksEqualSingleBlocks) {
               ASSERT_EQ(got[4 * b + t], w[t]) << kernels::to_string(isa) << " " << item << " " << start << " " << b;
           }
         }
-  }
-  kernels::set_cpu_isa_limit(detected);
+  });
 }
 
 }  // namespace

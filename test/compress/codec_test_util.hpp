@@ -8,6 +8,7 @@
 
 #include "compress/codec.hpp"
 #include "core/buffer.hpp"
+#include "core/kernels/cpu_isa.hpp"
 
 namespace halognn::test {
 
@@ -41,6 +42,19 @@ inline Matrix decode(const Codec& codec, const std::vector<std::byte>& in, std::
   Matrix m(rows, cols);
   codec.decode(*cpu_device(), in, ctx, m.view());
   return m;
+}
+
+/// Runs f(isa) once per instruction set of the multi-versioned loops that this CPU has, with the
+/// loops limited to it (narrowest first), then lifts the limit again.
+template <typename F>
+void on_every_cpu_isa(F&& f) {
+  const kernels::CpuIsa detected = kernels::detected_cpu_isa();
+  for (const kernels::CpuIsa isa : {kernels::CpuIsa::sse2, kernels::CpuIsa::avx2, kernels::CpuIsa::avx512}) {
+    if (isa > detected) continue;
+    kernels::set_cpu_isa_limit(isa);
+    f(isa);
+  }
+  kernels::set_cpu_isa_limit(detected);
 }
 
 }  // namespace halognn::test

@@ -81,34 +81,39 @@ TEST_P(QuantCodec, PacksAndUnpacksEveryWidthForOddShapes) {
   const int bits = bits_of(name);
   const std::uint32_t levels = (1u << bits) - 1;
   const CounterRng rng({3, RngPurpose::test, 0, 0});
-  for (std::int64_t rows : {1, 3, 7, 37})
-    for (std::int64_t cols : {2, 5, 13, 33, 1111}) {
-      Matrix x(rows, cols);
-      for (std::int64_t i = 0; i < rows; ++i) {
-        for (std::int64_t j = 0; j < cols; ++j)
-          x(i, j) = static_cast<float>(rng.word(static_cast<std::uint64_t>(i * cols + j), 0) % (levels + 1));
-        x(i, (i * 7) % cols) = 0.0f;
-        x(i, (i * 7 + 1) % cols) = static_cast<float>(levels);
+  // On every instruction set the CPU has (the encode and decode loops are compiled per set).
+  test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+    for (std::int64_t rows : {1, 3, 7, 37})
+      for (std::int64_t cols : {2, 5, 13, 33, 1111}) {
+        Matrix x(rows, cols);
+        for (std::int64_t i = 0; i < rows; ++i) {
+          for (std::int64_t j = 0; j < cols; ++j)
+            x(i, j) = static_cast<float>(rng.word(static_cast<std::uint64_t>(i * cols + j), 0) % (levels + 1));
+          x(i, (i * 7) % cols) = 0.0f;
+          x(i, (i * 7 + 1) % cols) = static_cast<float>(levels);
+        }
+        const auto ids = iota_ids(rows, 40);
+        const auto ctx = make_ctx(ids, 3);
+        const auto enc = encode(*codec, x.view(), ctx);
+        const std::byte* payload = enc.data() + codec->encoded_size(rows, cols).metadata;
+        for (std::int64_t i = 0; i < rows; ++i) {
+          const auto [lo, scale] = grid_of(name, enc, i);
+          ASSERT_EQ(lo, 0.0f);
+          ASSERT_EQ(scale, 1.0f);
+        }
+        for (std::int64_t k = 0; k < rows * cols; ++k)
+          ASSERT_EQ(payload_value(payload, k, bits), static_cast<std::uint32_t>(x.host()[k]))
+              << kernels::to_string(isa) << " " << rows << " x " << cols << " element " << k;
+        // Padding bits of the last byte are zero.
+        const std::int64_t used_bits = rows * cols * bits;
+        if (used_bits % 8) {
+          EXPECT_EQ(std::to_integer<int>(enc.back()) >> (used_bits % 8), 0);
+        }
+        const Matrix y = decode(*codec, enc, rows, cols, ctx);
+        for (std::int64_t k = 0; k < rows * cols; ++k)
+          ASSERT_EQ(y.host()[k], x.host()[k]) << kernels::to_string(isa) << " " << rows << " x " << cols << " element " << k;
       }
-      const auto ids = iota_ids(rows, 40);
-      const auto ctx = make_ctx(ids, 3);
-      const auto enc = encode(*codec, x.view(), ctx);
-      const std::byte* payload = enc.data() + codec->encoded_size(rows, cols).metadata;
-      for (std::int64_t i = 0; i < rows; ++i) {
-        const auto [lo, scale] = grid_of(name, enc, i);
-        ASSERT_EQ(lo, 0.0f);
-        ASSERT_EQ(scale, 1.0f);
-      }
-      for (std::int64_t k = 0; k < rows * cols; ++k)
-        ASSERT_EQ(payload_value(payload, k, bits), static_cast<std::uint32_t>(x.host()[k])) << k;
-      // Padding bits of the last byte are zero.
-      const std::int64_t used_bits = rows * cols * bits;
-      if (used_bits % 8) {
-        EXPECT_EQ(std::to_integer<int>(enc.back()) >> (used_bits % 8), 0);
-      }
-      const Matrix y = decode(*codec, enc, rows, cols, ctx);
-      for (std::int64_t k = 0; k < rows * cols; ++k) ASSERT_EQ(y.host()[k], x.host()[k]) << k;
-    }
+  });
 }
 
 TEST_P(QuantCodec, DecodesConstantRowsExactly) {

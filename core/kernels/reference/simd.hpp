@@ -49,6 +49,37 @@ struct Sse2 {
   static R max(R a, R b) { return _mm_max_ps(a, b); }
   static R madd(R a, R b, R c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return madd(a, b, c); }
+
+  // 32-bit integer lanes (the Philox rounds of philox_run.inc, the 1-bit codec's packing).
+  using I = __m128i;
+  static constexpr int kPhiloxGroups = 2;  // independent groups in flight (16 registers)
+  static I iset1(std::uint32_t a) { return _mm_set1_epi32(static_cast<int>(a)); }
+  static I iota() { return _mm_setr_epi32(0, 1, 2, 3); }
+  static I iadd(I a, I b) { return _mm_add_epi32(a, b); }
+  static I ixor3(I a, I b, I c) { return _mm_xor_si128(_mm_xor_si128(a, b), c); }
+  /// hi and lo halves of the 64-bit products a * m, lane by lane (m: one multiplier in every lane).
+  static void mulhilo(I a, I m, I& hi, I& lo) {
+    const I even = _mm_mul_epu32(a, m), odd = _mm_mul_epu32(_mm_srli_epi64(a, 32), m);
+    const I low_half = _mm_set1_epi64x(0xFFFFFFFFll);
+    lo = _mm_or_si128(_mm_and_si128(even, low_half), _mm_slli_epi64(odd, 32));
+    hi = _mm_or_si128(_mm_srli_epi64(even, 32), _mm_andnot_si128(low_half, odd));
+  }
+  /// Bit l set where q[l] != 0, for the W words at q (packing 1-bit values).
+  static std::uint32_t nonzero_bits(const std::uint32_t* q) {
+    const I v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    const I zero = _mm_cmpeq_epi32(v, _mm_setzero_si128());
+    return static_cast<std::uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(zero))) ^ 0xFu;
+  }
+  /// out[4 b + i] = lane b of x_i: W blocks of four words, stored block after block.
+  static void store_blocks(std::uint32_t* out, I x0, I x1, I x2, I x3) {
+    const I t0 = _mm_unpacklo_epi32(x0, x1), t1 = _mm_unpackhi_epi32(x0, x1);
+    const I t2 = _mm_unpacklo_epi32(x2, x3), t3 = _mm_unpackhi_epi32(x2, x3);
+    auto* o = reinterpret_cast<__m128i*>(out);
+    _mm_storeu_si128(o, _mm_unpacklo_epi64(t0, t2));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi64(t0, t2));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi64(t1, t3));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi64(t1, t3));
+  }
 };
 
 HALOGNN_BEGIN_AVX2
@@ -66,6 +97,35 @@ struct Avx2 {
   static R max(R a, R b) { return _mm256_max_ps(a, b); }
   static R madd(R a, R b, R c) { return _mm256_add_ps(_mm256_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+
+  using I = __m256i;
+  static constexpr int kPhiloxGroups = 2;
+  static I iset1(std::uint32_t a) { return _mm256_set1_epi32(static_cast<int>(a)); }
+  static I iota() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
+  static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I ixor3(I a, I b, I c) { return _mm256_xor_si256(_mm256_xor_si256(a, b), c); }
+  static void mulhilo(I a, I m, I& hi, I& lo) {
+    const I even = _mm256_mul_epu32(a, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+    lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  }
+  static std::uint32_t nonzero_bits(const std::uint32_t* q) {
+    const I v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    const I zero = _mm256_cmpeq_epi32(v, _mm256_setzero_si256());
+    return static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(zero))) ^ 0xFFu;
+  }
+  static void store_blocks(std::uint32_t* out, I x0, I x1, I x2, I x3) {
+    const I t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
+    const I t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
+    // Per 128-bit half: u0 = blocks (0 | 4), u1 = (1 | 5), u2 = (2 | 6), u3 = (3 | 7).
+    const I u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+    const I u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+    auto* o = reinterpret_cast<__m256i*>(out);
+    _mm256_storeu_si256(o, _mm256_permute2x128_si256(u0, u1, 0x20));
+    _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(u2, u3, 0x20));
+    _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(u0, u1, 0x31));
+    _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(u2, u3, 0x31));
+  }
 };
 HALOGNN_END_TARGET
 
@@ -84,6 +144,40 @@ struct Avx512 {
   static R max(R a, R b) { return _mm512_max_ps(a, b); }
   static R madd(R a, R b, R c) { return _mm512_add_ps(_mm512_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+
+  using I = __m512i;
+  static constexpr int kPhiloxGroups = 4;  // 32 registers
+  static I iset1(std::uint32_t a) { return _mm512_set1_epi32(static_cast<int>(a)); }
+  static I iota() { return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
+  static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I ixor3(I a, I b, I c) { return _mm512_ternarylogic_epi32(a, b, c, 0x96); }
+  static void mulhilo(I a, I m, I& hi, I& lo) {
+    // Here and in store_blocks: the zero-masked forms with every lane enabled are the plain
+    // instructions; GCC 12's plain intrinsics start from an "undefined" register that its own
+    // -Wmaybe-uninitialized flags.
+    constexpr __mmask8 all = 0xFF;
+    const I even = _mm512_maskz_mul_epu32(all, a, m);
+    const I odd = _mm512_maskz_mul_epu32(all, _mm512_maskz_srli_epi64(all, a, 32), m);
+    lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_maskz_slli_epi64(all, odd, 32));
+    hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_maskz_srli_epi64(all, even, 32), odd);
+  }
+  static std::uint32_t nonzero_bits(const std::uint32_t* q) {
+    const I v = _mm512_loadu_si512(q);
+    return static_cast<std::uint32_t>(_mm512_test_epi32_mask(v, v));
+  }
+  static void store_blocks(std::uint32_t* out, I x0, I x1, I x2, I x3) {
+    const I t0 = _mm512_maskz_unpacklo_epi32(0xFFFF, x0, x1), t1 = _mm512_maskz_unpackhi_epi32(0xFFFF, x0, x1);
+    const I t2 = _mm512_maskz_unpacklo_epi32(0xFFFF, x2, x3), t3 = _mm512_maskz_unpackhi_epi32(0xFFFF, x2, x3);
+    // Per 128-bit quarter q: u0 = block 4q, u1 = 4q + 1, u2 = 4q + 2, u3 = 4q + 3.
+    const I u0 = _mm512_maskz_unpacklo_epi64(0xFF, t0, t2), u1 = _mm512_maskz_unpackhi_epi64(0xFF, t0, t2);
+    const I u2 = _mm512_maskz_unpacklo_epi64(0xFF, t1, t3), u3 = _mm512_maskz_unpackhi_epi64(0xFF, t1, t3);
+    const I v0 = _mm512_maskz_shuffle_i32x4(0xFFFF, u0, u1, 0x44), v1 = _mm512_maskz_shuffle_i32x4(0xFFFF, u2, u3, 0x44);
+    const I v2 = _mm512_maskz_shuffle_i32x4(0xFFFF, u0, u1, 0xEE), v3 = _mm512_maskz_shuffle_i32x4(0xFFFF, u2, u3, 0xEE);
+    _mm512_storeu_si512(out, _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v1, 0x88));
+    _mm512_storeu_si512(out + 16, _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v1, 0xDD));
+    _mm512_storeu_si512(out + 32, _mm512_maskz_shuffle_i32x4(0xFFFF, v2, v3, 0x88));
+    _mm512_storeu_si512(out + 48, _mm512_maskz_shuffle_i32x4(0xFFFF, v2, v3, 0xDD));
+  }
 };
 HALOGNN_END_TARGET
 
