@@ -55,16 +55,20 @@ constexpr std::int64_t kStep = 2048;
 #include "core/kernels/reference/per_isa.inc"
 #undef HALOGNN_ISA_BODY
 
-/// convert_step of the CPU's instruction set.
+/// convert_step and widen of the CPU's instruction set.
 template <Half kind>
-auto pick_convert_step() -> bool (*)(const float*, std::int64_t, std::uint16_t*) {
-  switch (kernels::cpu_isa()) {
-    case kernels::CpuIsa::avx512: return isa_avx512::convert_step<kind>;
-    case kernels::CpuIsa::avx2: return isa_avx2::convert_step<kind>;
-    case kernels::CpuIsa::sse2: break;
+struct HalfLoops {
+  bool (*convert)(const float*, std::int64_t, std::uint16_t*);
+  void (*widen)(const std::uint16_t*, std::int64_t, float*);
+  static HalfLoops pick() {
+    switch (kernels::cpu_isa()) {
+      case kernels::CpuIsa::avx512: return {isa_avx512::convert_step<kind>, isa_avx512::widen<kind>};
+      case kernels::CpuIsa::avx2: return {isa_avx2::convert_step<kind>, isa_avx2::widen<kind>};
+      case kernels::CpuIsa::sse2: break;
+    }
+    return {isa_sse2::convert_step<kind>, isa_sse2::widen<kind>};
   }
-  return isa_sse2::convert_step<kind>;
-}
+};
 
 /// Rows cross as 16-bit floats, row-major, two little-endian bytes per value; no metadata.
 /// Finite values too large for fp16 (|x| >= 65520) become +-inf, as IEEE rounding prescribes.
@@ -86,7 +90,7 @@ class HalfCodec final : public Codec {
     const float* src = rows.data;
     std::byte* dst = out.data();
     const std::int64_t steps = (n + kStep - 1) / kStep;
-    const auto convert_step = pick_convert_step<kind>();
+    const auto convert_step = HalfLoops<kind>::pick().convert;
     bool any_bad = false;
 #pragma omp parallel for schedule(static) reduction(|| : any_bad) \
     if (n >= codec_detail::kParallelMinElements)
@@ -115,11 +119,14 @@ class HalfCodec final : public Codec {
     const std::int64_t n = rows.rows * rows.cols;
     const std::byte* src = in.data();
     float* dst = rows.data;
+    const auto widen = HalfLoops<kind>::pick().widen;
+    const std::int64_t steps = (n + kStep - 1) / kStep;
 #pragma omp parallel for schedule(static) if (n >= codec_detail::kParallelMinElements)
-    for (std::int64_t k = 0; k < n; ++k) {
-      std::uint16_t h;
-      std::memcpy(&h, src + 2 * k, 2);
-      dst[k] = kind == Half::fp16 ? f16::half_to_float(h) : f16::bf16_to_float(h);
+    for (std::int64_t t = 0; t < steps; ++t) {
+      const std::int64_t k0 = t * kStep, len = std::min(kStep, n - k0);
+      alignas(64) std::uint16_t buf[kStep];  // the wire bytes need not be 2-byte aligned
+      std::memcpy(buf, src + 2 * k0, static_cast<std::size_t>(len) * 2);
+      widen(buf, len, dst + k0);
     }
   }
 

@@ -39,6 +39,7 @@ namespace halognn::kernels::simd {
 struct Sse2 {
   static constexpr int W = 4;
   static constexpr bool kHasFma = false;
+  static constexpr bool kHasF16c = false;  ///< to_half / from_half exist
   using R = __m128;
   static R zero() { return _mm_setzero_ps(); }
   static R load(const float* p) { return _mm_loadu_ps(p); }
@@ -64,6 +65,13 @@ struct Sse2 {
     lo = _mm_or_si128(_mm_and_si128(even, low_half), _mm_slli_epi64(odd, 32));
     hi = _mm_or_si128(_mm_srli_epi64(even, 32), _mm_andnot_si128(low_half, odd));
   }
+  /// Lane l: b where bit l of `bits` is set, a where it is clear (unpacking 1-bit values).
+  static R select_bits(std::uint32_t bits, R a, R b) {
+    const I lane_bit = _mm_setr_epi32(1, 2, 4, 8);
+    const I set = _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(static_cast<int>(bits)), lane_bit), lane_bit);
+    const R m = _mm_castsi128_ps(set);
+    return _mm_or_ps(_mm_and_ps(m, b), _mm_andnot_ps(m, a));
+  }
   /// Bit l set where q[l] != 0, for the W words at q (packing 1-bit values).
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
@@ -87,6 +95,7 @@ HALOGNN_BEGIN_AVX2
 struct Avx2 {
   static constexpr int W = 8;
   static constexpr bool kHasFma = true;
+  static constexpr bool kHasF16c = true;
   using R = __m256;
   static R zero() { return _mm256_setzero_ps(); }
   static R load(const float* p) { return _mm256_loadu_ps(p); }
@@ -98,6 +107,14 @@ struct Avx2 {
   static R madd(R a, R b, R c) { return _mm256_add_ps(_mm256_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
 
+  /// W floats to binary16, rounded to nearest even (IEEE: subnormal results, overflow to inf).
+  static void to_half(const float* src, std::uint16_t* dst) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_cvtps_ph(_mm256_loadu_ps(src), _MM_FROUND_TO_NEAREST_INT));
+  }
+  /// W binary16 values to floats (exact; a signalling NaN comes back quiet).
+  static void from_half(const std::uint16_t* src, float* dst) {
+    _mm256_storeu_ps(dst, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))));
+  }
   using I = __m256i;
   static constexpr int kPhiloxGroups = 2;
   static I iset1(std::uint32_t a) { return _mm256_set1_epi32(static_cast<int>(a)); }
@@ -108,6 +125,11 @@ struct Avx2 {
     const I even = _mm256_mul_epu32(a, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
     lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
     hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  }
+  static R select_bits(std::uint32_t bits, R a, R b) {
+    const I lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const I set = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), lane_bit), lane_bit);
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(set));
   }
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
@@ -134,6 +156,7 @@ HALOGNN_BEGIN_AVX512
 struct Avx512 {
   static constexpr int W = 16;
   static constexpr bool kHasFma = true;
+  static constexpr bool kHasF16c = true;
   using R = __m512;
   static R zero() { return _mm512_setzero_ps(); }
   static R load(const float* p) { return _mm512_loadu_ps(p); }
@@ -145,6 +168,13 @@ struct Avx512 {
   static R madd(R a, R b, R c) { return _mm512_add_ps(_mm512_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
 
+  static void to_half(const float* src, std::uint16_t* dst) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
+                        _mm512_maskz_cvtps_ph(0xFFFF, _mm512_loadu_ps(src), _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void from_half(const std::uint16_t* src, float* dst) {
+    _mm512_storeu_ps(dst, _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))));
+  }
   using I = __m512i;
   static constexpr int kPhiloxGroups = 4;  // 32 registers
   static I iset1(std::uint32_t a) { return _mm512_set1_epi32(static_cast<int>(a)); }
@@ -160,6 +190,9 @@ struct Avx512 {
     const I odd = _mm512_maskz_mul_epu32(all, _mm512_maskz_srli_epi64(all, a, 32), m);
     lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_maskz_slli_epi64(all, odd, 32));
     hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_maskz_srli_epi64(all, even, 32), odd);
+  }
+  static R select_bits(std::uint32_t bits, R a, R b) {
+    return _mm512_mask_blend_ps(static_cast<__mmask16>(bits), a, b);
   }
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm512_loadu_si512(q);
