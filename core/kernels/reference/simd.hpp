@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 // Vector values cross function boundaries only between functions of the same region, never an
 // interface of the library, so GCC's note that the ABI of such calls depends on -m flags does not
@@ -51,7 +52,7 @@ struct Sse2 {
   static R madd(R a, R b, R c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return madd(a, b, c); }
 
-  // 32-bit integer lanes (the Philox rounds of philox_run.inc, the 1-bit codec's packing).
+  // 32-bit integer lanes (the Philox rounds of philox_run.inc, the b-bit codecs' bit handling).
   using I = __m128i;
   static constexpr int kPhiloxGroups = 2;  // independent groups in flight (16 registers)
   static I iset1(std::uint32_t a) { return _mm_set1_epi32(static_cast<int>(a)); }
@@ -71,6 +72,14 @@ struct Sse2 {
     const I set = _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(static_cast<int>(bits)), lane_bit), lane_bit);
     const R m = _mm_castsi128_ps(set);
     return _mm_or_ps(_mm_and_ps(m, b), _mm_andnot_ps(m, a));
+  }
+  /// The W bytes at p as floats (unpacking 8-bit values).
+  static R from_bytes(const std::uint8_t* p) {
+    std::int32_t word;
+    std::memcpy(&word, p, 4);
+    const I zero = _mm_setzero_si128();
+    const I b16 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(word), zero);
+    return _mm_cvtepi32_ps(_mm_unpacklo_epi16(b16, zero));
   }
   /// Bit l set where q[l] != 0, for the W words at q (packing 1-bit values).
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
@@ -130,6 +139,9 @@ struct Avx2 {
     const I lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     const I set = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits)), lane_bit), lane_bit);
     return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(set));
+  }
+  static R from_bytes(const std::uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
@@ -193,6 +205,10 @@ struct Avx512 {
   }
   static R select_bits(std::uint32_t bits, R a, R b) {
     return _mm512_mask_blend_ps(static_cast<__mmask16>(bits), a, b);
+  }
+  static R from_bytes(const std::uint8_t* p) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepu8_epi32(0xFFFF, bytes));
   }
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm512_loadu_si512(q);
