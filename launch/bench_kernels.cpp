@@ -43,6 +43,7 @@
 #include "core/json.hpp"
 #include "core/kernels/kernels.hpp"
 #include "core/rng.hpp"
+#include "launch/bench_limits.hpp"
 #ifndef HALOGNN_BENCH_BASELINE
 #include "compress/codec.hpp"
 #include "compress/codec_plan.hpp"
@@ -52,6 +53,9 @@
 
 namespace po = boost::program_options;
 using namespace halognn;
+using bench::best_seconds;
+using bench::fill_random;
+using bench::triad_gbs;
 
 namespace {
 
@@ -62,25 +66,6 @@ std::vector<std::int64_t> split_ints(const std::string& s) {
     if (!tok.empty()) out.push_back(std::stoll(tok));
   }
   return out;
-}
-
-template <typename F>
-double best_seconds(int reps, F&& f) {
-  f();  // warm-up: page faults, thread start-up
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-void fill_random(float* p, std::int64_t n, std::uint64_t stream, float lo = -0.5f) {
-  const CounterRng rng({3, RngPurpose::test, stream, 0});
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) p[i] = rng.uniform(static_cast<std::uint64_t>(i), 0) + lo;
 }
 
 Matrix random_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t stream) {
@@ -158,21 +143,6 @@ std::pair<double, std::string> peak_gflops(int threads, int reps) {
   });
   if (sink == 12345.678) std::printf(" ");  // keep the chains alive
   return {2.0 * lanes * kChains * static_cast<double>(iters) * threads / t / 1e9, set};
-}
-
-double triad_gbs(std::int64_t n, int threads, int reps) {
-  std::vector<float> a(static_cast<std::size_t>(n)), b(a.size()), c(a.size());
-  fill_random(b.data(), n, 1);
-  fill_random(c.data(), n, 2);
-  float* pa = a.data();
-  const float* pb = b.data();
-  const float* pc = c.data();
-  const float s = 3.0f;
-  const double t = best_seconds(reps, [&] {
-#pragma omp parallel for simd schedule(static) num_threads(threads)
-    for (std::int64_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
-  });
-  return 12.0 * static_cast<double>(n) / t / 1e9;
 }
 
 // ---- the graph --------------------------------------------------------------------------------
