@@ -28,6 +28,7 @@ enum class RngPurpose : std::uint32_t {
   sparsify = 9,
   grouping = 10,
   attention_dropout = 11,
+  block_dropout = 12,  ///< the residual blocks' dropouts (models/residual_block.cpp)
 };
 
 /// A stream key: (seed, purpose, a, b) hashed into Philox's 64-bit key. `a` and `b` carry the

@@ -42,6 +42,7 @@ std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
   GNN_CHECK_CONFIG(cfg.value_dropout >= 0 && cfg.value_dropout < 1, "layer ", layer_index,
                    ": value dropout must be in [0, 1)");
   GNN_CHECK_CONFIG(cfg.mlp_hidden >= 0, "layer ", layer_index, ": MLP width must be non-negative");
+  if (cfg.residual) return detail::make_residual_block(cfg, seed, layer_index);
   switch (cfg.kind) {
     case ModelKind::gcn:
       return detail::make_gcn_layer(cfg, seed, layer_index);

@@ -71,6 +71,18 @@ struct LayerConfig {
   float eps = 0.0f;
   bool train_eps = false;
   bool bias = true;
+  /// Platonov et al.'s residual architecture (TrainConfig::architecture, docs/models.md): the
+  /// layer is one residual block, x + FF(Agg(LayerNorm(x))), with `kind`'s aggregation (GCN or
+  /// SAGE) and a feed-forward of two linear layers with GELU and dropout (models/residual_block.cpp).
+  bool residual = false;
+  /// Residual, the first block: the input (in_dim wide) enters through a linear layer to
+  /// `hidden`, dropout and GELU; later blocks take `hidden`-wide rows (in_dim == hidden).
+  bool input_linear = false;
+  /// Residual, the last block: a layer norm and a linear layer to out_dim follow the block;
+  /// otherwise out_dim == hidden.
+  bool output_head = false;
+  std::int64_t hidden = 0;   ///< residual: the blocks' width
+  float dropout = 0.0f;      ///< residual: after the input linear layer and each feed-forward linear layer
 };
 
 struct ForwardContext {

@@ -10,17 +10,15 @@
 
 namespace halognn::detail {
 
-/// A rows x cols host parameter: Glorot-uniform in +-sqrt(6 / (fan_in + fan_out)) with
-/// element (i, j) drawn from CounterRng(seed, init_weights, layer, param_index).uniform(i, j),
-/// or zeros when `zero`.
-inline Parameter make_parameter(std::string name, std::int64_t rows, std::int64_t cols,
-                                std::int64_t fan_in, std::int64_t fan_out, std::uint64_t seed,
-                                std::int32_t layer, std::uint64_t param_index, bool zero) {
+/// A rows x cols host parameter uniform in +-limit, element (i, j) drawn from
+/// CounterRng(seed, init_weights, layer, param_index).uniform(i, j) (limit 0: zeros).
+inline Parameter uniform_parameter(std::string name, std::int64_t rows, std::int64_t cols,
+                                   double limit, std::uint64_t seed, std::int32_t layer,
+                                   std::uint64_t param_index) {
   Parameter p{std::move(name), Matrix(rows, cols), Matrix(rows, cols)};
-  if (zero) return p;
+  if (limit == 0) return p;
   const CounterRng rng(
       RngKey{seed, RngPurpose::init_weights, static_cast<std::uint64_t>(layer), param_index});
-  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t j = 0; j < cols; ++j) {
       const double u =
@@ -29,6 +27,14 @@ inline Parameter make_parameter(std::string name, std::int64_t rows, std::int64_
     }
   }
   return p;
+}
+
+/// Glorot-uniform: uniform_parameter with limit sqrt(6 / (fan_in + fan_out)), or zeros when `zero`.
+inline Parameter make_parameter(std::string name, std::int64_t rows, std::int64_t cols,
+                                std::int64_t fan_in, std::int64_t fan_out, std::uint64_t seed,
+                                std::int32_t layer, std::uint64_t param_index, bool zero) {
+  const double limit = zero ? 0.0 : std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  return uniform_parameter(std::move(name), rows, cols, limit, seed, layer, param_index);
 }
 
 /// Moves a parameter's value to `dev` (a no-op when it is there) and gives it a zero gradient.
@@ -108,5 +114,7 @@ std::unique_ptr<Layer> make_gat_layer(const LayerConfig& cfg, std::uint64_t seed
                                       std::int32_t layer_index);
 std::unique_ptr<Layer> make_gin_layer(const LayerConfig& cfg, std::uint64_t seed,
                                       std::int32_t layer_index);
+std::unique_ptr<Layer> make_residual_block(const LayerConfig& cfg, std::uint64_t seed,
+                                           std::int32_t layer_index);
 
 }  // namespace halognn::detail

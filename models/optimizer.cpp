@@ -12,10 +12,11 @@ bool ends_with(std::string_view n, std::string_view suffix) {
   return n.size() >= suffix.size() && n.substr(n.size() - suffix.size()) == suffix;
 }
 
-/// Biases and GIN's eps (a scalar offset, not a weight) are not decayed unless decay_biases.
+/// Biases, GIN's eps (a scalar offset, not a weight) and layer-norm scales are not decayed unless
+/// decay_biases.
 bool is_bias(const Parameter& p) {
   const std::string_view n = p.name;
-  return n == "bias" || ends_with(n, ".bias") || ends_with(n, ".eps");
+  return n == "bias" || ends_with(n, ".bias") || ends_with(n, ".eps") || ends_with(n, ".scale");
 }
 
 class OptimizerBase : public Optimizer {

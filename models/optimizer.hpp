@@ -1,8 +1,9 @@
 #pragma once
 /// @file optimizer.hpp
 /// Adam and SGD over a list of parameters. Weight decay follows Kipf & Welling: an L2 term
-/// weight_decay * w added to the gradient (Adam's `decoupled` switches to AdamW). Biases and GIN's
-/// eps (names ending in ".bias" or ".eps") are not decayed unless decay_biases is set;
+/// weight_decay * w added to the gradient (Adam's `decoupled` switches to AdamW). Biases, GIN's
+/// eps and layer-norm scales (names ending in ".bias", ".eps" or ".scale") are not decayed unless
+/// decay_biases is set;
 /// set_weight_decay overrides the rate per parameter (e.g. Kipf's "first layer only"). The
 /// learning rate can change between steps (set_lr: learning-rate schedules).
 #include <cstdint>

@@ -403,6 +403,13 @@ TrainConfig model_config(const SavedModel& model, const std::string& partition_d
   c.layers = manifest_value<int>(j, "layers", origin);
   c.hidden = manifest_value<std::int64_t>(j, "hidden", origin);
   c.heads = manifest_value<int>(j, "heads", origin);
+  // Keys added after the first saved models: absent means what those models were.
+  if (j.contains("architecture"))
+    c.architecture = parse_architecture(manifest_value<std::string>(j, "architecture", origin));
+  if (j.contains("output_heads")) c.output_heads = manifest_value<int>(j, "output_heads", origin);
+  if (j.contains("activation")) c.activation = manifest_value<std::string>(j, "activation", origin);
+  if (j.contains("gin_eps")) c.gin_eps = manifest_value<float>(j, "gin_eps", origin);
+  if (j.contains("train_eps")) c.train_eps = manifest_value<bool>(j, "train_eps", origin);
   c.row_normalize_features = manifest_value<bool>(j, "row_normalize", origin);
   // Models saved before --no-bias existed have biases.
   c.bias = !(j.contains("no_bias") && manifest_value<bool>(j, "no_bias", origin));

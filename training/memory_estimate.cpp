@@ -129,6 +129,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double sends = static_cast<double>(s.total_send()), recvs = static_cast<double>(s.total_recv());
   const bool gat = cfg.model == ModelKind::gat;
   const bool gin = cfg.model == ModelKind::gin;
+  const bool residual = cfg.architecture == Architecture::residual;
   const int L = cfg.layers;
 
   // The layer stack (Trainer's constructor).
@@ -157,7 +158,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const bool feature_rows = !compact && cfg.sparse_features && !cfg.compress_layer0 &&
                             !where.transport_takes_device_memory;
   const bool csr_direct = sparse && feature_rows;
-  const bool dropout = cfg.dropout > 0;
+  // Residual blocks drop out inside (their buffers are below); the trainer drops no layer input.
+  const bool dropout = cfg.dropout > 0 && !residual;
   // Layers >= 1 after a ReLU drop out in place (Trainer::dropout_in_place): no dropout copy.
   const bool dropout_copy = dropout && cfg.resolved_activation() != Activation::relu;
   const bool pipelined = cfg.exchange == ExchangeMode::pipelined;
@@ -198,9 +200,31 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     if (trained) snapshot += kF * n;
     largest_param = std::max(largest_param, kF * n);
   };
-  for (const LayerDims& d : dims) {
+  const double hid = static_cast<double>(cfg.hidden);
+  for (int l = 0; l < L; ++l) {
+    const LayerDims& d = dims[static_cast<std::size_t>(l)];
     const double in = static_cast<double>(d.in), out = static_cast<double>(d.out);
-    if (gin) {
+    if (residual) {
+      // models/residual_block.cpp: the input linear layer (first block), the layer norm, the
+      // feed-forward (SAGE: two first weights), the head (last block); every one trained.
+      if (l == 0) {
+        declare(in * hid, true);
+        declare(hid, true);
+      }
+      declare(hid, true);
+      declare(hid, true);
+      declare(hid * hid, true);
+      if (cfg.model == ModelKind::sage) declare(hid * hid, true);
+      declare(hid, true);
+      declare(hid * hid, true);
+      declare(hid, true);
+      if (l + 1 == L) {
+        declare(hid, true);
+        declare(hid, true);
+        declare(hid * out, true);
+        declare(out, true);
+      }
+    } else if (gin) {
       // W1, b1, W2, b2; eps (1 x 1) trained only with --train-eps.
       const double mlp = static_cast<double>(d.mlp);
       declare(in * mlp, true);
@@ -258,7 +282,15 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     const LayerDims& d = dims[static_cast<std::size_t>(l)];
     const double in_d = static_cast<double>(d.in), out_d = static_cast<double>(d.out);
     const bool used_sparse = l == 0 && (sparse || compact);
-    if (gat) {
+    if (residual) {
+      // models/residual_block.cpp: LayerNorm(h) (later its gradient) and its statistics on every
+      // local row; the aggregation, the feed-forward's two kept rows and two gradients on the
+      // owned rows; the first block's z0, h and h's gradient on every local row; the head's
+      // output rows, their norm, statistics and gradient.
+      activations += kF * (nl * hid + 2 * nl + 5 * own * hid);
+      if (l == 0) activations += kF * 3 * nl * hid;
+      if (l + 1 == L) activations += kF * (3 * own * hid + 2 * own);
+    } else if (gat) {
       const double width = static_cast<double>(d.heads) * out_d, h = static_cast<double>(d.heads);
       activations += kF * (nl * width + own * h + nl * h);  // z, s_dst, s_src
       activations += kF * (nl * width + own * h + nl * h);  // gz, gs_dst, gs_src

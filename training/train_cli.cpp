@@ -45,7 +45,7 @@ std::vector<std::string> config_tokens(const std::string& path, const po::option
 TrainCli parse_train_cli(int argc, const char* const* argv) {
   TrainCli cli;
   TrainConfig& c = cli.cfg;
-  std::string model = "gcn", optimizer = "adam", exchange = "sync", halo_rows = "plain",
+  std::string model = "gcn", architecture = "plain", optimizer = "adam", exchange = "sync", halo_rows = "plain",
       numerics = "fast", config_file;
   std::string refresh_by = "grad";
   bool dense_features = false;
@@ -86,7 +86,11 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   po::options_description model_opts("Model and optimisation");
   model_opts.add_options()
       ("model", po::value(&model)->default_value("gcn"), "gcn | sage | gat | gin")
-      ("layers", po::value(&c.layers)->default_value(2), "number of layers")
+      ("architecture", po::value(&architecture)->default_value("plain"),
+       "plain: the model's layers, --activation and --dropout between them | residual: "
+       "Platonov et al.'s residual blocks (gcn, sage; docs/models.md)")
+      ("layers", po::value(&c.layers)->default_value(2),
+       "number of layers (residual: of residual blocks)")
       ("hidden", po::value(&c.hidden)->default_value(16),
        "hidden width (per head for GAT; also GIN's MLP width)")
       ("activation", po::value(&c.activation)->default_value("auto"),
@@ -112,7 +116,8 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
        "apply weight decay to the first layer only (Kipf & Welling)")
       ("optimizer", po::value(&optimizer)->default_value("adam"), "adam | sgd")
       ("momentum", po::value(&c.momentum)->default_value(0.0f), "SGD momentum (--optimizer sgd)")
-      ("dropout", po::value(&c.dropout)->default_value(0.5f), "dropout probability on layer inputs")
+      ("dropout", po::value(&c.dropout)->default_value(0.5f),
+       "dropout probability on layer inputs (residual: inside the blocks)")
       ("seed", po::value(&c.seed)->default_value(1), "seed of every random choice")
       ("eval-every", po::value(&c.eval_every)->default_value(1), "evaluate every N epochs")
       ("metric", po::value(&metric)->default_value("auto"),
@@ -205,6 +210,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
 
   c.sparse_features = !dense_features;
   c.model = parse_model_kind(model);
+  c.architecture = parse_architecture(architecture);
   c.optimizer = parse_optimizer_kind(optimizer);
   c.exchange = parse_exchange_mode(exchange);
   c.select_by = parse_select_by(select_by);

@@ -27,6 +27,14 @@ HaloRows parse_halo_rows(const std::string& s) {
   throw ConfigError("unknown --halo-rows '" + s + "' (choose from: plain, semantic)");
 }
 
+const char* to_string(Architecture a) { return a == Architecture::plain ? "plain" : "residual"; }
+
+Architecture parse_architecture(const std::string& s) {
+  if (s == "plain") return Architecture::plain;
+  if (s == "residual") return Architecture::residual;
+  throw ConfigError("unknown --architecture '" + s + "' (choose from: plain, residual)");
+}
+
 OptimizerKind parse_optimizer_kind(const std::string& s) {
   if (s == "adam") return OptimizerKind::adam;
   if (s == "sgd") return OptimizerKind::sgd;
@@ -120,6 +128,20 @@ void TrainConfig::validate() const {
                    "--value-dropout applies to --model gat only");
   GNN_CHECK_CONFIG(activation == "auto" || activation == "relu" || activation == "elu",
                    "unknown --activation '", activation, "' (choose from: auto, relu, elu)");
+  if (architecture == Architecture::residual) {
+    GNN_CHECK_CONFIG(model == ModelKind::gcn || model == ModelKind::sage,
+                     "--architecture residual has GCN and SAGE blocks (--model gcn or sage, not ",
+                     to_string(model), ")");
+    GNN_CHECK_CONFIG(activation == "auto",
+                     "--activation applies to --architecture plain (residual blocks use GELU)");
+    GNN_CHECK_CONFIG(bias, "--no-bias applies to --architecture plain (residual blocks' linear "
+                     "layers have biases)");
+    // A group row stands for its members only through a linear aggregation of the exchanged
+    // rows; a residual block normalises them first.
+    GNN_CHECK_CONFIG(halo_rows == HaloRows::plain,
+                     "--halo-rows semantic needs --architecture plain (a residual block "
+                     "normalises the exchanged rows before aggregating them)");
+  }
   GNN_CHECK_CONFIG((gin_eps == 0 && !train_eps) || model == ModelKind::gin,
                    "--gin-eps and --train-eps apply to --model gin only");
   GNN_CHECK_CONFIG(std::isfinite(gin_eps), "--gin-eps must be finite");
@@ -207,6 +229,7 @@ Json TrainConfig::to_json() const {
   j["comm_timeout"] = comm_timeout_s;
   j["memory_budget"] = memory_budget_gib;
   j["model"] = to_string(model);
+  j["architecture"] = to_string(architecture);
   j["layers"] = layers;
   j["hidden"] = hidden;
   j["heads"] = heads;

@@ -26,6 +26,12 @@ enum class HaloRows { plain, semantic };
 /// kept model is the last one that improved both); training/model_selection.hpp has the details.
 enum class SelectBy { score, loss, both };
 
+/// How the layers are stacked (docs/models.md): `plain`, the model's layers with --activation and
+/// --dropout between them; `residual`, Platonov et al.'s architecture (an input linear layer,
+/// --layers residual blocks of --hidden with layer norms and feed-forward layers, an output
+/// head; models/residual_block.cpp).
+enum class Architecture { plain, residual };
+
 /// The learning rate per epoch (training/lr_schedule.hpp).
 enum class LrScheduleKind { constant, step, cosine, plateau };
 
@@ -38,7 +44,8 @@ struct TrainConfig {
   std::string device = "auto";     ///< cpu | cuda | auto
   std::string transport = "auto";  ///< nccl | mpi | auto
   ModelKind model = ModelKind::gcn;
-  int layers = 2;
+  Architecture architecture = Architecture::plain;
+  int layers = 2;               ///< plain: layers; residual: residual blocks
   std::int64_t hidden = 16;
   int heads = 1;               ///< GAT attention heads of hidden layers (concatenated)
   int output_heads = 1;        ///< GAT attention heads of the last layer (averaged)
@@ -58,7 +65,7 @@ struct TrainConfig {
   bool decay_first_layer_only = false;
   OptimizerKind optimizer = OptimizerKind::adam;
   float momentum = 0.0f;       ///< SGD only
-  float dropout = 0.5f;
+  float dropout = 0.5f;  ///< plain: of every layer's input; residual: inside the blocks
   std::uint64_t seed = 1;
   int eval_every = 1;
   MetricKind metric = MetricKind::automatic;
@@ -151,6 +158,8 @@ struct TrainConfig {
 const char* to_string(ModelKind k);
 const char* to_string(OptimizerKind k);
 const char* to_string(HaloRows r);
+const char* to_string(Architecture a);
+Architecture parse_architecture(const std::string& s);
 HaloRows parse_halo_rows(const std::string& s);
 OptimizerKind parse_optimizer_kind(const std::string& s);
 const char* to_string(SelectBy s);

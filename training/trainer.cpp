@@ -55,6 +55,8 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   GNN_CHECK_CONFIG(part_.num_classes >= 1, "the partition has no classes");
   GNN_CHECK_CONFIG(part_.global_train > 0, "the partition has no training nodes");
   activation_ = cfg_.resolved_activation();
+  // Residual blocks draw their own dropout and activate inside; the trainer adds neither.
+  input_dropout_ = cfg_.architecture == Architecture::residual ? 0.0f : cfg_.dropout;
   metric_ = cfg_.metric;
   if (metric_ == MetricKind::automatic)
     metric_ = part_.multilabel ? MetricKind::f1_micro : MetricKind::accuracy;
@@ -109,6 +111,15 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     lc.eps = cfg_.gin_eps;
     lc.train_eps = cfg_.train_eps;
     lc.bias = cfg_.bias;
+    if (cfg_.architecture == Architecture::residual) {
+      // Residual blocks of width `hidden`; the first takes the features, the last ends in the
+      // output head (models/residual_block.cpp).
+      lc.residual = true;
+      lc.hidden = cfg_.hidden;
+      lc.input_linear = l == 0;
+      lc.output_head = last;
+      lc.dropout = cfg_.dropout;
+    }
     layers_.push_back(make_layer(lc, cfg_.seed, l));
     layers_.back()->prepare(graph_);
     in = layers_.back()->out_dim();
@@ -149,7 +160,8 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     x_.emplace_back(l == 0 && (compact_input_ || csr_direct) ? Matrix() : Matrix(n_local, w, dev_));
     // Layers >= 1 after a ReLU drop out in place (dropout_in_place): no copy either; layer 0's
     // dropped-out features may live in the last layer's input gradient (layer0_dropout_shared).
-    const bool dense_dropout = cfg_.dropout > 0 && !(l == 0 && (sparse_input_ || compact_input_)) &&
+    const bool dense_dropout = input_dropout_ > 0 &&
+                               !(l == 0 && (sparse_input_ || compact_input_)) &&
                                !(l > 0 && dropout_in_place()) &&
                                !(l == 0 && layer0_dropout_shared());
     xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
@@ -278,7 +290,7 @@ bool Trainer::layer0_dropout_shared() const {
   // drawn into that gradient's memory in the forward and drawn again from their keyed mask just
   // before layer 0's backward: the same values, no buffer of their own.
   const int L = cfg_.layers;
-  return cfg_.dropout > 0 && !sparse_input_ && !compact_input_ && L >= 3 &&
+  return input_dropout_ > 0 && !sparse_input_ && !compact_input_ && L >= 3 &&
          layers_[0]->in_dim() <= layers_[static_cast<std::size_t>(L - 1)]->in_dim();
 }
 
@@ -290,7 +302,7 @@ DenseView Trainer::layer0_dropout_view() {
 
 void Trainer::draw_layer0_dropout(std::int64_t epoch) {
   const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
-  kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x_[0].view(),
+  kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), input_dropout_, x_[0].view(),
                            layer0_dropout_view());
 }
 
@@ -447,7 +459,8 @@ Trainer::~Trainer() = default;
 
 void Trainer::forward(std::int64_t epoch, bool training) {
   const LocalId n_own = part_.num_owned;
-  const bool drop = training && cfg_.dropout > 0;
+  const bool residual = cfg_.architecture == Architecture::residual;
+  const bool drop = training && input_dropout_ > 0;
   for (int l = 0; l < cfg_.layers; ++l) {
     // In sparse and compact mode layer 0's dense input is gone; only its shape is passed.
     DenseView x = (l == 0 && (sparse_input_ || compact_input_))
@@ -463,7 +476,7 @@ void Trainer::forward(std::int64_t epoch, bool training) {
       const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
       layers_[0]->set_sparse_input(CompactView{part_.num_local(), layers_[0]->in_dim(), x0_slots_,
                                                x0_pos_.data(), x0_codebook_.data(),
-                                               x0_slot_base_.data(), drop ? cfg_.dropout : 0.0f,
+                                               x0_slot_base_.data(), drop ? input_dropout_ : 0.0f,
                                                key, graph_.global_ids.data()});
     } else if (l == 0 && sparse_input_) {
       // Layer 0 reads the CSR (x only gives the shape); dropout draws the dense path's mask on
@@ -471,7 +484,7 @@ void Trainer::forward(std::int64_t epoch, bool training) {
       CsrView xs = x0_csr_.view();
       if (drop) {
         const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
-        kernels::dropout_csr(*dev_, key, graph_.global_ids.data(), cfg_.dropout, xs,
+        kernels::dropout_csr(*dev_, key, graph_.global_ids.data(), input_dropout_, xs,
                              x0_dropped_.data());
         xs.val = x0_dropped_.data();
       }
@@ -484,14 +497,14 @@ void Trainer::forward(std::int64_t epoch, bool training) {
                        static_cast<std::uint64_t>(l)};
       // In place after ReLU (dropout_in_place), else into the layer's dropout copy.
       const DenseView out = dropout_in_place() ? x : xd_[l].view();
-      kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, x, out);
+      kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), input_dropout_, x, out);
       in = out;
     }
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;
     DenseView y = last ? logits_.view() : x_[l + 1].view().rows_range(0, n_own);
     layers_[l]->forward(graph_, in, y, ctx);
-    if (!last) activation_forward(*dev_, activation_, y);
+    if (!last && !residual) activation_forward(*dev_, activation_, y);
     policy_->poll();
   }
 }
@@ -512,7 +525,8 @@ double Trainer::loss_and_grad() {
 
 void Trainer::backward(std::int64_t epoch) {
   const LocalId n_own = part_.num_owned;
-  const bool drop = cfg_.dropout > 0;
+  const bool residual = cfg_.architecture == Architecture::residual;
+  const bool drop = input_dropout_ > 0;
   for (int l = cfg_.layers - 1; l >= 0; --l) {
     const bool last = l + 1 == cfg_.layers;
     ConstDenseView gy = last ? ConstDenseView(glogits_.view())
@@ -527,12 +541,13 @@ void Trainer::backward(std::int64_t epoch) {
     if (drop) {
       const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
                        static_cast<std::uint64_t>(l)};
-      kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), cfg_.dropout, gx, gx);
+      kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), input_dropout_, gx, gx);
     }
     policy_->backward(l, gx);
     // Through the activation of layer l-1, whose output is the owned part of x_l.
-    DenseView g_own = gx.rows_range(0, n_own);
-    activation_backward(*dev_, activation_, x_[l].view().rows_range(0, n_own), g_own);
+    if (!residual)
+      activation_backward(*dev_, activation_, x_[l].view().rows_range(0, n_own),
+                          gx.rows_range(0, n_own));
     policy_->poll();
   }
 }

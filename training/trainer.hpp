@@ -169,6 +169,8 @@ class Trainer {
 
   TrainConfig cfg_;
   Activation activation_ = Activation::relu;
+  /// Dropout of the layer inputs: --dropout, or 0 for residual blocks (they drop out inside).
+  float input_dropout_ = 0.0f;
   MetricKind metric_ = MetricKind::accuracy;
   LocalPartition part_;
   Transport& transport_;

@@ -204,6 +204,41 @@ TEST_F(CudaKernels, ElementwiseKernelsMatchReference) {
   expect_equal(yg.to_host(), y.to_host(), "axpby beta 0");
 }
 
+TEST_F(CudaKernels, GeluAndLayerNormMatchTheReference) {
+  const std::int64_t rows = 700, f = 37;
+  Matrix x = random_matrix(rows, f, 50);
+  for (float& v : x.host()) v *= 4.0f;
+  const Matrix gy = random_matrix(rows, f, 51);
+  const Matrix gamma = random_matrix(1, f, 52), beta = random_matrix(1, f, 53);
+  const Matrix xg = up(x), gyg = up(gy), gammag = up(gamma), betag = up(beta);
+  // GELU: erff/expf against std::erf/std::exp, a few ulps apart.
+  Matrix y(rows, f), yg(rows, f, gpu);
+  kernels::gelu_forward(*cpu, x.view(), y.view());
+  kernels::gelu_forward(*gpu, xg.view(), yg.view());
+  expect_close(yg.to_host(), y.to_host(), 1e-6, "gelu_forward");
+  Matrix gx = gy.clone(), gxg = up(gy);
+  kernels::gelu_backward(*cpu, x.view(), gx.view(), gx.view());
+  kernels::gelu_backward(*gpu, xg.view(), gxg.view(), gxg.view());
+  expect_close(gxg.to_host(), gx.to_host(), 1e-6, "gelu_backward");
+  // Layer norm: the same per-row sums in double; the parameter gradients summed in another
+  // order (double partial sums, rounded once).
+  Matrix n(rows, f), ng(rows, f, gpu), st(rows, 2), stg(rows, 2, gpu);
+  kernels::layer_norm_forward(*cpu, x.view(), gamma.data(), beta.data(), 1e-5f, n.view(), st.data());
+  kernels::layer_norm_forward(*gpu, xg.view(), gammag.data(), betag.data(), 1e-5f, ng.view(),
+                              stg.data());
+  expect_close(stg.to_host(), st.to_host(), 1e-6, "layer_norm stats");  // nvcc may fuse into FMAs
+  expect_close(ng.to_host(), n.to_host(), 1e-6, "layer_norm_forward");
+  Matrix lx = random_matrix(rows, f, 54), lxg = up(lx);
+  Matrix gg = random_matrix(1, f, 55), ggg = up(gg), gb = random_matrix(1, f, 56), gbg = up(gb);
+  kernels::layer_norm_backward(*cpu, x.view(), st.data(), gamma.data(), gy.view(), 1.5f, lx.view(),
+                               gg.data(), gb.data());
+  kernels::layer_norm_backward(*gpu, xg.view(), stg.data(), gammag.data(), gyg.view(), 1.5f,
+                               lxg.view(), ggg.data(), gbg.data());
+  expect_close(lxg.to_host(), lx.to_host(), 1e-5, "layer_norm_backward gx");
+  expect_close(ggg.to_host(), gg.to_host(), 1e-5, "layer_norm_backward ggamma");
+  expect_close(gbg.to_host(), gb.to_host(), 1e-5, "layer_norm_backward gbeta");
+}
+
 TEST_F(CudaKernels, ColumnSumMatchesReferenceForTallOddAndEmptyMatrices) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1000, 37}, {3, 5}, {0, 4}};
   for (const auto& [rows, cols] : shapes) {

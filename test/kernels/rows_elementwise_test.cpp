@@ -168,6 +168,71 @@ TEST(Elu, ForwardIsEluAndBackwardIsItsDerivativeThroughTheOutput) {
   }
 }
 
+TEST(Gelu, ForwardIsTheExactGeluAndBackwardItsDerivative) {
+  Matrix x = random_matrix(30, 7, 15);
+  for (float& v : x.host()) v *= 5.0f;  // both tails and the curved middle
+  Matrix y(30, 7);
+  kernels::gelu_forward(cpu(), x.view(), y.view());
+  Matrix g = random_matrix(30, 7, 16);
+  const Matrix g0 = g.clone();
+  kernels::gelu_backward(cpu(), x.view(), g.view(), g.view());  // gx aliases gy
+  for (std::size_t i = 0; i < static_cast<std::size_t>(x.size()); ++i) {
+    const double v = x.host()[i];
+    const double cdf = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0)));
+    const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+    EXPECT_NEAR(y.host()[i], v * cdf, 2e-6 * (1 + std::abs(v))) << v;
+    EXPECT_NEAR(g.host()[i], g0.host()[i] * (cdf + v * pdf), 2e-6) << v;
+  }
+}
+
+TEST(LayerNorm, ForwardAndBackwardMatchDoublePrecisionFormulas) {
+  const std::int64_t rows = 25, f = 9;
+  Matrix x = random_matrix(rows, f, 17);
+  for (std::int64_t j = 0; j < f; ++j) x(3, j) = 2.0f;  // a constant row: variance 0, y = beta
+  for (std::int64_t j = 0; j < f; ++j) x(4, j) = 100.0f + 0.01f * static_cast<float>(j);
+  const Matrix gamma = random_matrix(1, f, 18), beta = random_matrix(1, f, 19);
+  const float eps = 1e-5f;
+  Matrix y(rows, f), stats(rows, 2);
+  kernels::layer_norm_forward(cpu(), x.view(), gamma.data(), beta.data(), eps, y.view(),
+                              stats.data());
+  const Matrix gy = random_matrix(rows, f, 20);
+  Matrix gx = random_matrix(rows, f, 21);
+  const Matrix gx0 = gx.clone();
+  Matrix ggamma = random_matrix(1, f, 22), gbeta = random_matrix(1, f, 23);
+  const Matrix ggamma0 = ggamma.clone(), gbeta0 = gbeta.clone();
+  kernels::layer_norm_backward(cpu(), x.view(), stats.data(), gamma.data(), gy.view(), 0.5f,
+                               gx.view(), ggamma.data(), gbeta.data());
+  std::vector<double> want_gg(f), want_gb(f);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    double mu = 0, var = 0;
+    for (std::int64_t j = 0; j < f; ++j) mu += x(i, j);
+    mu /= f;
+    for (std::int64_t j = 0; j < f; ++j) var += (x(i, j) - mu) * (x(i, j) - mu);
+    var /= f;
+    const double r = 1.0 / std::sqrt(var + eps);
+    EXPECT_NEAR(stats(i, 0), mu, 1e-6 * (1 + std::abs(mu)));
+    EXPECT_NEAR(stats(i, 1), r, 1e-6 * r);
+    std::vector<double> xh(f), d(f);
+    double mean_d = 0, mean_dx = 0;
+    for (std::int64_t j = 0; j < f; ++j) {
+      xh[j] = (x(i, j) - mu) * r;
+      EXPECT_NEAR(y(i, j), xh[j] * gamma(0, j) + beta(0, j), 1e-4) << i << "," << j;
+      d[j] = gy(i, j) * gamma(0, j);
+      mean_d += d[j] / f;
+      mean_dx += d[j] * xh[j] / f;
+      want_gg[j] += gy(i, j) * xh[j];
+      want_gb[j] += gy(i, j);
+    }
+    for (std::int64_t j = 0; j < f; ++j)
+      EXPECT_NEAR(gx(i, j), 0.5 * gx0(i, j) + r * (d[j] - mean_d - xh[j] * mean_dx),
+                  1e-4 * (1 + r)) << i << "," << j;
+  }
+  for (std::int64_t j = 0; j < f; ++j) {
+    EXPECT_NEAR(ggamma(0, j), ggamma0(0, j) + want_gg[j], 1e-4) << j;  // accumulated
+    EXPECT_NEAR(gbeta(0, j), gbeta0(0, j) + want_gb[j], 1e-5) << j;
+  }
+}
+
 TEST(Dropout, MaskIsTheDocumentedCounterRngDrawAndBackwardReusesIt) {
   const RngKey key{3, RngPurpose::dropout, 5, 1};
   const float p = 0.3f;

@@ -277,6 +277,20 @@ LayerConfig gat_dropout(std::int64_t in, std::int64_t out, int heads, bool conca
   return c;
 }
 
+/// A residual block (Platonov et al.) of width `hidden` with `kind`'s aggregation: the first
+/// block (an input linear layer from `in`), the last (a head to `out`), both, or neither;
+/// dropout in training mode with a fixed mask.
+LayerConfig residual(ModelKind kind, std::int64_t in, std::int64_t hidden, std::int64_t out,
+                     bool first, bool last, float dropout) {
+  LayerConfig c = config(kind, first ? in : hidden, last ? out : hidden);
+  c.residual = true;
+  c.hidden = hidden;
+  c.input_linear = first;
+  c.output_head = last;
+  c.dropout = dropout;
+  return c;
+}
+
 /// GIN with an MLP of width `mlp`; eps = `eps`, trained when `train`.
 LayerConfig gin(std::int64_t in, std::int64_t out, std::int64_t mlp, float eps, bool train) {
   LayerConfig c = config(ModelKind::gin, in, out);
@@ -317,7 +331,21 @@ INSTANTIATE_TEST_SUITE_P(
         GradCase{"GatSparseInputTwoHeadsMean", config(ModelKind::gat, 6, 2, 2, false), 2e-3, 3e-3,
                  true},
         GradCase{"GatSparseInputDropout", gat_dropout(6, 3, 2, true), 2e-3, 3e-3, true},
-        GradCase{"GinSparseInputTrainedEps", gin(6, 3, 4, 0.1f, true), 0.02, 2e-3, true}),
+        GradCase{"GinSparseInputTrainedEps", gin(6, 3, 4, 0.1f, true), 0.02, 2e-3, true},
+        // Residual blocks: smooth (GELU, layer norm), so the step balances rounding against
+        // truncation as for GAT.
+        GradCase{"ResidualGcnFirstAndLast", residual(ModelKind::gcn, 3, 4, 2, true, true, 0.3f),
+                 2e-3, 3e-3},
+        GradCase{"ResidualGcnMiddle", residual(ModelKind::gcn, 4, 4, 4, false, false, 0.3f), 2e-3,
+                 3e-3},
+        // A 4-wide row after the input dropout can have a small variance, and the layer norm's
+        // curvature grows as its inverse cube: a smaller step (truncation 16x smaller).
+        GradCase{"ResidualSageFirst", residual(ModelKind::sage, 5, 4, 4, true, false, 0.3f), 5e-4,
+                 3e-3},
+        GradCase{"ResidualSageLastNoDropout",
+                 residual(ModelKind::sage, 4, 4, 3, false, true, 0.0f), 2e-3, 3e-3},
+        GradCase{"ResidualSageFirstSparseInput",
+                 residual(ModelKind::sage, 6, 4, 3, true, true, 0.3f), 2e-3, 3e-3, true}),
     case_name);
 
 TEST(Layers, ParseModelKindAcceptsTheFourModelsAndListsThemOtherwise) {

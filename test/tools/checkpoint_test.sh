@@ -7,7 +7,8 @@
 #  - the metrics file continues where the checkpoint left off: each epoch once, one final line;
 #  - --keep-checkpoints 2 leaves the two newest complete checkpoints (and no leftover);
 #  - the saved model reads with numpy under the documented names, and halognn-predict gives the
-#    trainer's final test accuracy (of the model it saves); a model that does not fit a partition is refused.
+#    trainer's final test accuracy (of the model it saves), for a residual model too; a model that
+#    does not fit a partition is refused.
 set -u
 bin=$1
 mpiexec=$2
@@ -115,6 +116,21 @@ got1=$(sed -n 's/.* test \([0-9.]*\) .*/\1/p' "$work/out")
 # One rank sums in another order; the accuracy may move by a tie at most.
 /usr/bin/python3 -c "import sys; sys.exit(0 if abs($got1 - $want) <= 0.01 else 1)" ||
   fail "halognn-predict at 1 rank: test accuracy $got1, the trainer's $want"
+
+# A residual model (its architecture is part of the saved configuration): predict rebuilds the
+# residual blocks, and gives the trainer's final test accuracy.
+run "train residual" "$mpiexec" -n "$np" --oversubscribe "$bin/halognn-train" --partition "$work/p" \
+  --model gcn --architecture residual --layers 2 --hidden 16 --dropout 0.2 --epochs 8 --seed 4 \
+  --quiet --metrics "$work/res.jsonl" --save-model "$work/res.npz"
+want=$(/usr/bin/python3 -c "
+import json; l=[json.loads(x) for x in open('$work/res.jsonl') if '\"event\"' in x]
+print('%.4f' % l[-1]['final_test_acc'])")
+run "predict residual at $np ranks" "$mpiexec" -n "$np" --oversubscribe "$bin/halognn-predict" \
+  --partition "$work/p" --model "$work/res.npz"
+got=$(sed -n 's/.* test \([0-9.]*\) .*/\1/p' "$work/out")
+[[ $got == "$want" ]] ||
+  fail "halognn-predict of a residual model: test accuracy $got, the trainer's final $want: $(cat "$work/out")"
+echo "ok: predict of a residual model: test accuracy $got = the trainer's $want"
 
 # A model that does not fit: other feature count.
 "$bin/halognn-data" generate --out "$work/ds9" --nodes 600 --edges 3000 --classes 4 --features 9 \

@@ -49,6 +49,22 @@ const ModelCase kModels[] = {
        c.output_heads = 2;
      }},
     {"gin", ModelKind::gin, [](TrainConfig&) {}},
+    // Platonov et al.'s residual blocks: the first computes its input rows (halo rows included)
+    // from the features with keyed dropout, layer norms see halo rows, the skip connection adds
+    // owned rows only; dropout inside every block.
+    {"gcn_residual", ModelKind::gcn,
+     [](TrainConfig& c) {
+       c.architecture = Architecture::residual;
+       c.dropout = 0.2f;
+       c.lr = 0.003f;
+     }},
+    {"sage_residual_3_blocks", ModelKind::sage,
+     [](TrainConfig& c) {
+       c.architecture = Architecture::residual;
+       c.layers = 3;
+       c.dropout = 0.2f;
+       c.lr = 0.003f;
+     }},
     {"gin_trained_eps", ModelKind::gin,
      [](TrainConfig& c) {
        c.train_eps = true;

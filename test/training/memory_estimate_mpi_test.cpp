@@ -177,6 +177,16 @@ INSTANTIATE_TEST_SUITE_P(
                              c.hidden = 3;
                              c.train_eps = true;
                            }},
+                      // Residual blocks (their own buffers, the input linear layer and the
+                      // head; no trainer dropout copies): GCN blocks, and SAGE blocks whose
+                      // width 16 exceeds the 12 features.
+                      Case{"gcn_residual", ModelKind::gcn, "fp32", ExchangeMode::sync, false,
+                           [](TrainConfig& c) { c.architecture = Architecture::residual; }},
+                      Case{"sage_residual_wide", ModelKind::sage, "q8", ExchangeMode::sync, false,
+                           [](TrainConfig& c) {
+                             c.architecture = Architecture::residual;
+                             c.hidden = 16;
+                           }},
                       Case{"gcn_pipelined", ModelKind::gcn, "q2", ExchangeMode::pipelined, false},
                       Case{"sage_refresh", ModelKind::sage, "fp32", ExchangeMode::refresh, false},
                       Case{"sage_sparse", ModelKind::sage, "fp32", ExchangeMode::sync, true},

@@ -65,6 +65,12 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
                             "--refresh-fraction", "0.05", "--refresh-exact-backward"});
   std::ofstream(dir.file("refresh.json")) << dumped(r);
   EXPECT_EQ(dumped(parse({"--config", dir.file("refresh.json")})), dumped(r));
+  const TrainCli res = parse({"--partition", "p", "--model", "sage", "--architecture", "residual",
+                              "--layers", "5", "--hidden", "512", "--dropout", "0.2"});
+  std::ofstream(dir.file("residual.json")) << dumped(res);
+  const TrainCli res2 = parse({"--config", dir.file("residual.json")});
+  EXPECT_EQ(dumped(res2), dumped(res));
+  EXPECT_EQ(res2.cfg.architecture, Architecture::residual);
   const TrainCli d = parse({"--partition", "p", "--dump-config"});
   std::ofstream(dir.file("default.json")) << dumped(d);
   EXPECT_EQ(dumped(parse({"--config", dir.file("default.json")})), dumped(d));
@@ -151,6 +157,17 @@ TEST(TrainCli, OptionsTheRunWouldIgnoreAreRefused) {
   refused({"--partition", "p", "--lr-schedule", "exponential"}, "--lr-schedule");
   refused({"--partition", "p", "--metric", "auc"}, "--metric");
   refused({"--partition", "p", "--model", "gat", "--output-heads", "100000"}, "--output-heads");
+  refused({"--partition", "p", "--architecture", "resnet"}, "--architecture");
+  refused({"--partition", "p", "--architecture", "residual", "--model", "gat"}, "--model gcn or sage");
+  refused({"--partition", "p", "--architecture", "residual", "--model", "gin"}, "--model gcn or sage");
+  refused({"--partition", "p", "--architecture", "residual", "--activation", "relu"},
+          "--activation");
+  refused({"--partition", "p", "--architecture", "residual", "--no-bias"}, "--no-bias");
+  refused({"--partition", "p", "--architecture", "residual", "--halo-rows", "semantic"},
+          "--halo-rows semantic");
+  EXPECT_EQ(parse({"--partition", "p", "--model", "sage", "--architecture", "residual"})
+                .cfg.architecture,
+            Architecture::residual);
   EXPECT_EQ(parse({"--partition", "p", "--optimizer", "sgd", "--momentum", "0.9"}).cfg.momentum,
             0.9f);
   // --activation auto: ELU for GAT (Velickovic et al.), ReLU otherwise.
