@@ -1,0 +1,67 @@
+#pragma once
+/// @file norm_rows.hpp
+/// The arithmetic of GELU and of one layer-normalised row, written once for both backends
+/// (reference/norm.cpp and cuda/norm.cu call these per element and per row), so the CPU and the
+/// GPU compute the same expressions in the same order.
+#include <cmath>
+#include <cstdint>
+
+#include "core/rng.hpp"  // GNN_HD
+
+namespace halognn::kernels::norm {
+
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+/// Φ(x), the standard normal CDF, in float through erf.
+GNN_HD float normal_cdf(float x) { return 0.5f * (1.0f + erff(x * static_cast<float>(kInvSqrt2))); }
+
+/// GELU(x) = x Φ(x).
+GNN_HD float gelu(float x) { return x * normal_cdf(x); }
+
+/// GELU'(x) = Φ(x) + x φ(x).
+GNN_HD float gelu_derivative(float x) {
+  return normal_cdf(x) + x * static_cast<float>(kInvSqrt2Pi) * expf(-0.5f * x * x);
+}
+
+/// One row of layer_norm_forward: mean and biased variance in double, then
+/// out = (r - μ) rstd γ + β; stats[0..1] = (μ, rstd).
+GNN_HD void layer_norm_row(const float* r, std::int64_t f, const float* gamma, const float* beta,
+                           float eps, float* out, float* stats) {
+  double sum = 0.0;
+  for (std::int64_t j = 0; j < f; ++j) sum += r[j];
+  const double mean = sum / static_cast<double>(f);
+  double sq = 0.0;
+  for (std::int64_t j = 0; j < f; ++j) {
+    const double c = r[j] - mean;
+    sq += c * c;
+  }
+  const float mu = static_cast<float>(mean);
+  const float rstd =
+      static_cast<float>(1.0 / sqrt(sq / static_cast<double>(f) + static_cast<double>(eps)));
+  stats[0] = mu;
+  stats[1] = rstd;
+  for (std::int64_t j = 0; j < f; ++j) out[j] = (r[j] - mu) * rstd * gamma[j] + beta[j];
+}
+
+/// One row of layer_norm_backward's input gradient: with x̂ = (r - μ) rstd and d = g γ,
+/// out = beta_out * out + rstd (d - mean(d) - x̂ mean(d x̂)) (beta_out == 0: out ignored). out may
+/// alias g (each element is read before it is written).
+GNN_HD void layer_norm_row_backward(const float* r, const float* stats, const float* gamma,
+                                    const float* g, std::int64_t f, float beta_out, float* out) {
+  const float mu = stats[0], rstd = stats[1];
+  double sum_d = 0.0, sum_dx = 0.0;
+  for (std::int64_t j = 0; j < f; ++j) {
+    const float d = g[j] * gamma[j];
+    sum_d += d;
+    sum_dx += static_cast<double>(d) * ((r[j] - mu) * rstd);
+  }
+  const float mean_d = static_cast<float>(sum_d / static_cast<double>(f));
+  const float mean_dx = static_cast<float>(sum_dx / static_cast<double>(f));
+  for (std::int64_t j = 0; j < f; ++j) {
+    const float v = rstd * (g[j] * gamma[j] - mean_d - (r[j] - mu) * rstd * mean_dx);
+    out[j] = beta_out == 0.0f ? v : beta_out * out[j] + v;
+  }
+}
+
+}  // namespace halognn::kernels::norm
