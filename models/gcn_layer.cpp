@@ -32,14 +32,7 @@ class GcnLayer final : public Layer {
     dev_ = g.dev;
     place_parameter(weight_, dev_);
     place_parameter(bias_, dev_);
-    const std::vector<float> degree = g.degree.to_host();
-    std::vector<float> inv_sqrt(degree.size());
-    for (std::size_t i = 0; i < degree.size(); ++i)
-      inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
-    op_ = shared_graph_operator(g, "gcn: D^-1/2 (A + I) D^-1/2", /*self_loops=*/true, [&](LocalId v, LocalId u) {
-      // Â_vu = 1/sqrt((d_v+1)(d_u+1)); on the diagonal that is 1/(d_v+1).
-      return v == u ? 1.0f / (degree[v] + 1.0f) : inv_sqrt[v] * inv_sqrt[u];
-    });
+    op_ = gcn_operator(g);
   }
 
   void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }

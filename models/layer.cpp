@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "models/layer_common.hpp"
@@ -20,7 +21,7 @@ ModelKind parse_model_kind(std::string_view s) {
 float neighbour_scale(ModelKind kind, std::int64_t global_degree) {
   switch (kind) {
     case ModelKind::gcn:
-      // The same float expression as GcnLayer::prepare's edge weights.
+      // The same float expression as gcn_operator's edge weights.
       return 1.0f / std::sqrt(static_cast<float>(global_degree) + 1.0f);
     case ModelKind::sage:
     case ModelKind::gat:
@@ -31,6 +32,28 @@ float neighbour_scale(ModelKind kind, std::int64_t global_degree) {
   }
   throw Error("neighbour_scale: unknown model kind");
 }
+
+namespace detail {
+
+std::shared_ptr<const GraphOperator> gcn_operator(const LocalGraph& g) {
+  const std::vector<float> degree = g.degree.to_host();
+  std::vector<float> inv_sqrt(degree.size());
+  for (std::size_t i = 0; i < degree.size(); ++i) inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
+  return shared_graph_operator(g, "gcn: D^-1/2 (A + I) D^-1/2", /*self_loops=*/true,
+                               [&](LocalId v, LocalId u) {
+                                 // Â_vu = 1/sqrt((d_v+1)(d_u+1)); on the diagonal 1/(d_v+1).
+                                 return v == u ? 1.0f / (degree[v] + 1.0f)
+                                               : inv_sqrt[v] * inv_sqrt[u];
+                               });
+}
+
+std::shared_ptr<const GraphOperator> mean_operator(const LocalGraph& g) {
+  const std::vector<float> degree = g.degree.to_host();
+  return shared_graph_operator(g, "mean: D^-1 A", /*self_loops=*/false,
+                               [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
+}
+
+}  // namespace detail
 
 std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
                                   std::int32_t layer_index) {

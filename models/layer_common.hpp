@@ -106,6 +106,13 @@ inline void check_backward_shapes(const char* layer, const LocalGraph& g, ConstD
              ": gx is ", gx.rows, "x", gx.cols, ", expected ", g.num_local(), "x", in_dim);
 }
 
+/// GCN's normalised operator Â = D̃^-1/2 (A + I) D̃^-1/2 over global degrees, one copy per graph
+/// (shared_graph_operator): GCN layers and GCN residual blocks aggregate with it.
+std::shared_ptr<const GraphOperator> gcn_operator(const LocalGraph& g);
+/// The neighbour mean D^-1 A over global degrees (an isolated vertex has no entries: its mean is
+/// 0), one copy per graph: SAGE layers and SAGE residual blocks aggregate with it.
+std::shared_ptr<const GraphOperator> mean_operator(const LocalGraph& g);
+
 std::unique_ptr<Layer> make_gcn_layer(const LayerConfig& cfg, std::uint64_t seed,
                                       std::int32_t layer_index);
 std::unique_ptr<Layer> make_sage_layer(const LayerConfig& cfg, std::uint64_t seed,

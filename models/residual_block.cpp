@@ -72,21 +72,7 @@ class ResidualBlock final : public Layer {
   void prepare(const LocalGraph& g) override {
     dev_ = g.dev;
     for (Parameter* p : parameters()) place_parameter(*p, dev_);
-    const std::vector<float> degree = g.degree.to_host();
-    if (sage_) {
-      // The same operator as SageLayer's (an isolated vertex has no entries: its mean is 0).
-      op_ = shared_graph_operator(g, "mean: D^-1 A", /*self_loops=*/false,
-                                  [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
-    } else {
-      std::vector<float> inv_sqrt(degree.size());
-      for (std::size_t i = 0; i < degree.size(); ++i)
-        inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
-      op_ = shared_graph_operator(g, "gcn: D^-1/2 (A + I) D^-1/2", /*self_loops=*/true,
-                                  [&](LocalId v, LocalId u) {
-                                    return v == u ? 1.0f / (degree[v] + 1.0f)
-                                                  : inv_sqrt[v] * inv_sqrt[u];
-                                  });
-    }
+    op_ = sage_ ? mean_operator(g) : gcn_operator(g);  // the GCN and SAGE layers' own
   }
 
   void set_sparse_input(std::optional<SparseInput> x) override {
@@ -279,6 +265,7 @@ std::unique_ptr<Layer> make_residual_block(const LayerConfig& cfg, std::uint64_t
   GNN_CHECK_CONFIG(cfg.kind == ModelKind::gcn || cfg.kind == ModelKind::sage,
                    "the residual architecture has GCN and SAGE blocks (--model gcn or sage)");
   GNN_CHECK_CONFIG(cfg.hidden > 0, "layer ", layer_index, ": the block width must be positive");
+  GNN_CHECK_CONFIG(cfg.bias, "layer ", layer_index, ": residual blocks' linear layers have biases");
   GNN_CHECK_CONFIG(cfg.input_linear || cfg.in_dim == cfg.hidden, "layer ", layer_index,
                    ": a block after the first takes rows as wide as the blocks");
   GNN_CHECK_CONFIG(cfg.output_head || cfg.out_dim == cfg.hidden, "layer ", layer_index,

@@ -32,9 +32,7 @@ class SageLayer final : public Layer {
     place_parameter(weight_self_, dev_);
     place_parameter(weight_neigh_, dev_);
     place_parameter(bias_, dev_);
-    const std::vector<float> degree = g.degree.to_host();
-    op_ = shared_graph_operator(g, "mean: D^-1 A", /*self_loops=*/false,
-                               [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
+    op_ = mean_operator(g);
   }
 
   void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
