@@ -109,17 +109,35 @@ void ExchangePolicy::begin_epoch(std::int64_t epoch) {
 }
 
 void ExchangePolicy::forward_eval(int layer, std::int64_t epoch, DenseView x) {
-  ex_.start_forward(layer, epoch, seed_, owned(x), halo(x)).wait();
+  start_forward_eval(layer, epoch, x).wait();
 }
 
-void ExchangePolicy::exchange_rows_now(int layer, DenseView x) {
-  ex_.start_forward(layer, epoch_, seed_, owned(x), halo(x)).wait();
-  ages_.add(layer, Direction::forward, 0, x.rows - num_owned_);
+Request ExchangePolicy::start_forward(int, DenseView) {
+  throw Error(std::string(name()) + " policy: its exchanges do not split (overlaps() is false)");
 }
+
+Request ExchangePolicy::start_backward(int, DenseView) {
+  throw Error(std::string(name()) + " policy: its exchanges do not split (overlaps() is false)");
+}
+
+Request ExchangePolicy::start_forward_eval(int layer, std::int64_t epoch, DenseView x) {
+  return ex_.start_forward(layer, epoch, seed_, owned(x), halo(x));
+}
+
+Request ExchangePolicy::start_rows_now(int layer, DenseView x) {
+  ages_.add(layer, Direction::forward, 0, x.rows - num_owned_);
+  return ex_.start_forward(layer, epoch_, seed_, owned(x), halo(x));
+}
+
+Request ExchangePolicy::start_gradients_now(int layer, DenseView gx) {
+  ages_.add(layer, Direction::backward, 0, ex_.receiving_side(Direction::backward).total());
+  return ex_.start_backward(layer, epoch_, seed_, halo(gx), owned(gx));
+}
+
+void ExchangePolicy::exchange_rows_now(int layer, DenseView x) { start_rows_now(layer, x).wait(); }
 
 void ExchangePolicy::exchange_gradients_now(int layer, DenseView gx) {
-  ex_.start_backward(layer, epoch_, seed_, halo(gx), owned(gx)).wait();
-  ages_.add(layer, Direction::backward, 0, ex_.receiving_side(Direction::backward).total());
+  start_gradients_now(layer, gx).wait();
 }
 
 std::unique_ptr<ExchangePolicy> make_exchange_policy(const PolicyConfig& cfg, HaloExchange& ex,

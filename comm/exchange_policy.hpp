@@ -88,6 +88,24 @@ class ExchangePolicy {
   /// Evaluation forward of layer l >= 1 with the current weights: an exact synchronous exchange
   /// that leaves the training state (stale rows, requests in flight) alone.
   void forward_eval(int layer, std::int64_t epoch, DenseView x);
+  /// Overlap (docs/training.md "Overlap"): whether this policy's training exchanges can be split
+  /// by start_forward / start_backward, so that the caller computes while they are in flight.
+  /// The synchronous policy's can; the others hand out rows they already hold (pipelined,
+  /// refresh) and run forward() / backward() whole.
+  virtual bool overlaps() const { return false; }
+  /// forward(layer, x) in two halves (overlaps() only): posts the exchange of x's halo rows and
+  /// returns; the request's wait() fills them. In between the caller may read and overwrite x's
+  /// owned rows (the sends were packed from them during this call), and must not touch the halo
+  /// rows.
+  virtual Request start_forward(int layer, DenseView x);
+  /// backward(layer, gx) in two halves (overlaps() only): sends gx's halo rows (read during this
+  /// call only) and returns; the request's wait() adds the peers' gradients into gx's owned rows,
+  /// which the caller must have finished computing by then (Request::progress() may be called in
+  /// between, Request::test() may not).
+  virtual Request start_backward(int layer, DenseView gx);
+  /// forward_eval in two halves, as start_forward (every policy: the evaluation exchange is exact
+  /// and synchronous).
+  Request start_forward_eval(int layer, std::int64_t epoch, DenseView x);
   /// Progresses exchanges in flight (called between kernels).
   virtual void poll() {}
   /// Completes, and drops, everything in flight (end of training, before destruction).
@@ -120,6 +138,9 @@ class ExchangePolicy {
   /// += the halo gradients of the peers.
   void exchange_rows_now(int layer, DenseView x);
   void exchange_gradients_now(int layer, DenseView gx);
+  /// The same, started (start_forward / start_backward's contracts).
+  Request start_rows_now(int layer, DenseView x);
+  Request start_gradients_now(int layer, DenseView gx);
   DenseView owned(DenseView m) const { return m.rows_range(0, num_owned_); }
   DenseView halo(DenseView m) const { return m.rows_range(num_owned_, m.rows); }
 

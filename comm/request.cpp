@@ -67,6 +67,18 @@ void Request::wait() {
   finish();
 }
 
+bool Request::progress() {
+  if (!pending_ || !op_) return true;
+  try {
+    return op_->test();
+  } catch (...) {
+    pending_ = false;
+    completion_ = nullptr;
+    op_.reset();
+    throw;
+  }
+}
+
 bool Request::test() {
   if (!pending_) return true;
   if (op_) {

@@ -50,6 +50,11 @@ class Request {
   /// Polls: returns true (after running the completion step) when complete, false otherwise.
   /// Always true when not pending.
   bool test();
+  /// Progresses the operation without running the completion step (left to wait()): for a caller
+  /// that must not see the completion's writes yet (a backward exchange adds into gradient rows
+  /// the caller is still computing). Returns whether the operation has completed; always true
+  /// when not pending.
+  bool progress();
   /// True until wait() or test() has completed the operation.
   bool pending() const noexcept { return pending_; }
 

@@ -14,6 +14,11 @@ class SyncPolicy final : public ExchangePolicy {
   bool synchronous_epoch() const override { return true; }
   void forward(int layer, DenseView x) override { exchange_rows_now(layer, x); }
   void backward(int layer, DenseView gx) override { exchange_gradients_now(layer, gx); }
+  bool overlaps() const override { return true; }
+  Request start_forward(int layer, DenseView x) override { return start_rows_now(layer, x); }
+  Request start_backward(int layer, DenseView gx) override {
+    return start_gradients_now(layer, gx);
+  }
   /// Every epoch starts afresh: nothing to save.
   void save_state(StateWriter&) override {}
   void load_state(const StateReader&) override {}

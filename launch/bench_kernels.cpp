@@ -612,7 +612,7 @@ int run(int argc, char** argv) {
 #ifndef HALOGNN_BENCH_BASELINE
     table.add("spmm_bias", shape,
               best_seconds(reps, [&] {
-                kernels::spmm_bias(dev, a.view(), x.view(), b.data(), y.view());
+                kernels::spmm_bias(dev, a.view(), x.view(), 0.0f, b.data(), y.view());
               }),
               structure + values + dense + 4.0 * f, flops + static_cast<double>(n * f));
 #endif

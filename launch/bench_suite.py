@@ -10,6 +10,8 @@ usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [-
             plain PyTorch run of the same model (1 rank) in the same invocation
   codecs    the codec table: bytes, accuracy and epoch-time breakdown per codec
   sweep     emulated-bandwidth sweep of sync/pipelined x fp32/q1 (+ PNG plot)
+  overlap   sync epochs with and without overlap (--no-overlap) per bandwidth and codec,
+            interleaved and repeated: epoch time split, compute beside the exchange, speed-up
   curves    convergence curves (test accuracy per epoch) of sync fp32 and pipelined q1 (PNG)
   compare   the same runs with two builds (--build and --baseline), interleaved, repeated: epoch
             times side by side and their ratio (a refactoring must not slow anything down)
@@ -471,6 +473,38 @@ def sweep(e, a):
     return results
 
 
+def overlap(e, a):
+    """Sync epochs with and without overlap (--no-overlap), per link bandwidth and codec, the two
+    interleaved --repeats times so that load changes hit both alike (docs/training.md "Overlap")."""
+    rows, results = [], []
+    for bw in a.bandwidths:
+        for codec in a.codecs:
+            runs = {"overlap": [], "no overlap": []}
+            for rep_i in range(a.repeats):
+                for label, extra in (("overlap", []), ("no overlap", ["--no-overlap"])):
+                    args = ["--model", a.models[0], "--layers", "3", "--hidden", "256", "--epochs",
+                            str(a.epochs), "--eval-every", str(a.epochs), "--codec", codec] + extra
+                    if bw != "none":
+                        args += ["--emulate-link", f"{bw},{a.latency_us}"]
+                    tag = f"overlap-{bw}-{codec}-{label.replace(' ', '_')}-{rep_i}"
+                    ep, _ = e.train("default", a.ranks[0], args, tag)
+                    st = epoch_stats(ep, 1)
+                    st["overlap_s"] = statistics.mean(x["overlap_s"] for x in ep[1:])
+                    runs[label].append(st)
+            med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}
+            results.append(dict(bandwidth=bw, codec=codec, runs=runs, median=med))
+            for label in ("no overlap", "overlap"):
+                m = med[label]
+                rows.append([bw, codec, label, f"{m['epoch_s']:.3f}", f"{m['compute_s']:.3f}",
+                             f"{m['overlap_s']:.3f}", f"{m['comm_s']:.3f}", f"{m['codec_s']:.3f}",
+                             " ".join(f"{r['epoch_s']:.2f}" for r in runs[label]),
+                             f"{med['no overlap']['epoch_s'] / m['epoch_s']:.2f}x"])
+    print(table([f"link Gb/s", "codec", f"{a.models[0]} 3 x 256, {a.ranks[0]} ranks", "epoch s (median)",
+                 "compute s", "of it beside the exchange s", "comm wait s", "codec s", "epoch s of each run",
+                 "speed-up"], rows))
+    return results
+
+
 def curves(e, a):
     import matplotlib
     matplotlib.use("Agg")
@@ -534,7 +568,8 @@ def compare(e, a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("experiment", choices=["accuracy", "scaling", "codecs", "sweep", "curves", "compare"])
+    p.add_argument("experiment", choices=["accuracy", "scaling", "codecs", "sweep", "overlap", "curves",
+                                          "compare"])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     p.add_argument("--datasets", nargs="+", default=["cora", "citeseer"])
@@ -549,7 +584,8 @@ def main():
     p.add_argument("--baseline", default="", help="compare: the other build directory")
     p.add_argument("--configs", nargs="+", default=["sync fp32", "pipelined q1"],
                    help="compare: names from the sweep's configurations")
-    p.add_argument("--repeats", type=int, default=3, help="compare: runs per build and configuration")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="compare, overlap: runs per build or mode and configuration")
     p.add_argument("--plot", default="")
     p.add_argument("--json", default="")
     p.add_argument("--reuse", action="store_true",

@@ -87,6 +87,11 @@ std::string progress_line(const EpochMetrics& m, MetricKind metric_kind, bool sh
                 m.synchronous ? "" : " | stale halo rows, age <= ");
   std::string line = buf;
   if (!m.synchronous) line += std::to_string(m.max_staleness);
+  if (m.overlapped_exchanges > 0) {
+    char ov[64];
+    std::snprintf(ov, sizeof ov, " | %.3f s of compute beside the exchange", m.overlap_s);
+    line += ov;
+  }
   if (show_lr) {
     char lr[48];
     std::snprintf(lr, sizeof lr, " | lr %.3g", m.lr);

@@ -37,60 +37,125 @@ class GcnLayer final : public Layer {
 
   void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
 
-  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
+               const ForwardContext& ctx) override {
     check_forward_shapes("gcn", g, x, y, cfg_.in_dim, cfg_.out_dim);
     GNN_ASSERT(dev_, "gcn: forward before prepare");
-    const Device& dev = *dev_;
     // A sparse input always transforms first: Â x would be a dense in_dim-wide matrix.
     used_sparse_ = sparse_x_.has_value();
-    if (used_sparse_) check_sparse_input("gcn", g, *sparse_x_, cfg_.in_dim);
-    const float* bias = cfg_.bias ? bias_.value.data() : nullptr;
-    if (aggregate_first_ && !used_sparse_) {
-      // y = (Â x) W + b, the bias added as the product is stored.
+    if (!used_sparse_) {
+      forward_owned(g, x, y, ctx, {});
+      forward_halo(g, x, y, ctx);
+      return;
+    }
+    check_sparse_input("gcn", g, *sparse_x_, cfg_.in_dim);
+    // y = Â (x W) + b, the bias added as the aggregation is stored.
+    Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+    x_csr_ = *sparse_x_;
+    input_matmul(*dev_, x_csr_, weight_.value.view(), t.view());
+    aggregate(*dev_, *op_, t.view(), 0.0f, bias(), y);
+  }
+
+  bool splits() const override { return true; }
+
+  void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&,
+                     const std::function<void()>& progress) override {
+    const Device& dev = *dev_;
+    used_sparse_ = false;
+    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
+    if (aggregate_first_) {
+      // y = (Â x) W + b: the owned columns of Â x now.
       Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // Â x, kept for dW
-      kernels::spmm(dev, op_->a.view(), x, 0.0f, h.view());
-      kernels::linear(dev, h.view(), weight_.value.view(), {}, {}, bias, y);
+      aggregate_owned(dev, *op_, x_own, 0.0f, h.view());
     } else {
-      // y = Â (x W) + b, the bias added as the aggregation is stored.
+      // y = Â (x W) + b: the owned rows of x W and their part of the aggregation now.
+      x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      if (used_sparse_) {
-        x_csr_ = *sparse_x_;
-        input_matmul(dev, x_csr_, weight_.value.view(), t.view());
-      } else {
-        x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
-        kernels::linear(dev, x, weight_.value.view(), {}, {}, nullptr, t.view());
-      }
-      kernels::spmm_bias(dev, op_->a.view(), t.view(), bias, y);
+      kernels::linear(dev, x_own, weight_.value.view(), {}, {}, nullptr,
+                      t.view().rows_range(0, g.num_owned));
+      progress_exchange(progress);
+      aggregate_owned(dev, *op_, t.view(), 0.0f, y);
+    }
+  }
+
+  void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+                    const ForwardContext&) override {
+    const Device& dev = *dev_;
+    if (aggregate_first_) {
+      aggregate_halo(dev, *op_, x, nullptr, saved_h_.view());
+      kernels::linear(dev, saved_h_.view(), weight_.value.view(), {}, {}, bias(), y);
+    } else {
+      const DenseView t_halo = scratch_.view().rows_range(g.num_owned, g.num_local());
+      kernels::linear(dev, x.rows_range(g.num_owned, g.num_local()), weight_.value.view(), {}, {},
+                      nullptr, t_halo);
+      aggregate_halo(dev, *op_, scratch_.view(), bias(), y);
     }
   }
 
   void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     check_backward_shapes("gcn", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
-    const Device& dev = *dev_;
-    float* gb = cfg_.bias ? bias_.grad.data() : nullptr;
-    if (aggregate_first_ && !used_sparse_) {
-      // y = H W + b: dW += Hᵀ gy and db += Σ gy in one pass over gy; dH = gy Wᵀ; dx = Âᵀ dH.
-      kernels::linear_grad(dev, saved_h_.view(), gy, weight_.grad.view(), gb);
-      if (gx.data == nullptr) return;
-      Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
-      kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
-      kernels::spmm(dev, op_->a_t.view(), gh.view(), 0.0f, gx);
+    if (gx.data != nullptr && !used_sparse_) {
+      backward_halo(g, gy, gx);
+      backward_owned(g, gy, gx, {});
       return;
     }
-    // y = Â T + b, T = x W: db += Σ gy; dT = Âᵀ gy; dW += xᵀ dT; dx = dT Wᵀ.
-    if (gb) kernels::column_sum(dev, gy, 1.0f, gb);
-    Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-    kernels::spmm(dev, op_->a_t.view(), gy, 0.0f, gt.view());
-    if (used_sparse_) {
-      input_matmul_transpose(dev, x_csr_, gt.view(), weight_.grad.view());
-    } else {
-      kernels::linear_grad(dev, x_, gt.view(), weight_.grad.view(), nullptr);
+    const Device& dev = *dev_;
+    if (aggregate_first_ && !used_sparse_) {  // no input gradient: the parameter gradients only
+      kernels::linear_grad(dev, saved_h_.view(), gy, weight_.grad.view(), bias_grad());
+      return;
     }
-    if (gx.data == nullptr) return;
-    kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_.value.view(), 0.0f, gx);
+    // Transform first (a sparse input, or no input gradient): dT = Âᵀ gy; dx = dT Wᵀ.
+    Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+    aggregate_transpose(dev, *op_, gy, gt.view());
+    transform_grads(dev, gy, gt.view());
+    if (gx.data != nullptr)
+      kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_.value.view(), 0.0f, gx);
+  }
+
+  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+    const Device& dev = *dev_;
+    if (aggregate_first_) {
+      // y = H W + b: dH = gy Wᵀ; dx = Âᵀ dH, its halo rows now.
+      Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
+      kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
+      aggregate_transpose_halo(dev, *op_, gh.view(), gx);
+    } else {
+      // y = Â T + b, T = x W: dT = Âᵀ gy and dx = dT Wᵀ, their halo rows now.
+      Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+      aggregate_transpose_halo(dev, *op_, gy, gt.view());
+      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(g.num_owned, g.num_local()),
+                    weight_.value.view(), 0.0f, gx.rows_range(g.num_owned, g.num_local()));
+    }
+  }
+
+  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+                      const std::function<void()>& progress) override {
+    const Device& dev = *dev_;
+    if (aggregate_first_) {
+      // dW += Hᵀ gy and db += Σ gy in one pass over gy; the owned rows of dx = Âᵀ dH.
+      kernels::linear_grad(dev, saved_h_.view(), gy, weight_.grad.view(), bias_grad());
+      progress_exchange(progress);
+      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx);
+    } else {
+      aggregate_transpose_owned(dev, *op_, gy, scratch_.view());
+      transform_grads(dev, gy, scratch_.view());
+      progress_exchange(progress);
+      kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
+                    weight_.value.view(), 0.0f, gx.rows_range(0, g.num_owned));
+    }
   }
 
  private:
+  const float* bias() const { return cfg_.bias ? bias_.value.data() : nullptr; }
+  float* bias_grad() { return cfg_.bias ? bias_.grad.data() : nullptr; }
+
+  /// Transform first: db += Σ gy and dW += xᵀ dT, with dT = Âᵀ gy over every local row.
+  void transform_grads(const Device& dev, ConstDenseView gy, ConstDenseView gt) {
+    if (float* gb = bias_grad()) kernels::column_sum(dev, gy, 1.0f, gb);
+    if (used_sparse_) input_matmul_transpose(dev, x_csr_, gt, weight_.grad.view());
+    else kernels::linear_grad(dev, x_, gt, weight_.grad.view(), nullptr);
+  }
+
   LayerConfig cfg_;
   Parameter weight_, bias_;
   bool aggregate_first_;

@@ -47,85 +47,189 @@ class GinLayer final : public Layer {
     for (Parameter* p : {&weight1_, &bias1_, &weight2_, &bias2_, &eps_}) place_parameter(*p, dev_);
     // A structure-only operator: every neighbour weighs 1 (the sum aggregator), no self-loops
     // (the own row enters through the separate (1 + eps) term).
-    op_ = shared_graph_operator(g, "sum: A", /*self_loops=*/false, nullptr);
+    op_ = shared_graph_operator(g, "sum: A", OperatorForm::split, /*self_loops=*/false, nullptr);
   }
 
   void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
 
-  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
+               const ForwardContext& ctx) override {
     check_forward_shapes("gin", g, x, y, cfg_.in_dim, cfg_.out_dim);
     GNN_ASSERT(dev_, "gin: forward before prepare");
+    used_sparse_ = sparse_x_.has_value();
+    if (!used_sparse_) {
+      forward_owned(g, x, y, ctx, {});
+      forward_halo(g, x, y, ctx);
+      return;
+    }
+    // A sparse input always transforms first: h would be a dense in_dim-wide matrix.
+    check_sparse_input("gin", g, *sparse_x_, cfg_.in_dim);
+    const Device& dev = *dev_;
+    self_weight_ = 1.0f + current_eps();
+    Matrix& t = ensure(saved_t_, g.num_local(), mlp_, dev_);
+    x_csr_ = *sparse_x_;
+    input_matmul(dev, x_csr_, weight1_.value.view(), t.view());
+    Matrix& p = ensure(pre_, g.num_owned, mlp_, dev_);
+    aggregate(dev, *op_, t.view(), 0.0f, nullptr, p.view());
+    finish_forward(g, y);
+  }
+
+  bool splits() const override { return true; }
+
+  void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView, const ForwardContext&,
+                     const std::function<void()>& progress) override {
+    const Device& dev = *dev_;
+    used_sparse_ = false;
+    self_weight_ = 1.0f + current_eps();
+    x_ = x;  // x_own is needed for d(eps) (the caller keeps x unchanged until backward)
+    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
+    if (aggregate_first_) {
+      // h = A x + (1+eps) x_own: the owned columns of A x now.
+      Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);
+      aggregate_owned(dev, *op_, x_own, 0.0f, h.view());
+    } else {
+      // p = A t + (1+eps) t_own, t = x W1: the owned rows of t and their part of A t now.
+      Matrix& t = ensure(saved_t_, g.num_local(), mlp_, dev_);
+      kernels::gemm(dev, false, false, 1.0f, x_own, weight1_.value.view(), 0.0f,
+                    t.view().rows_range(0, g.num_owned));
+      progress_exchange(progress);
+      Matrix& p = ensure(pre_, g.num_owned, mlp_, dev_);
+      aggregate_owned(dev, *op_, t.view(), 0.0f, p.view());
+    }
+  }
+
+  void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+                    const ForwardContext&) override {
+    const Device& dev = *dev_;
+    const std::int64_t n_own = g.num_owned;
+    Matrix& p = ensure(pre_, n_own, mlp_, dev_);  // h W1, then ReLU'd in place: q
+    if (aggregate_first_) {
+      aggregate_halo(dev, *op_, x, nullptr, saved_h_.view());
+      kernels::axpy(dev, self_weight_, x.rows_range(0, n_own), saved_h_.view());
+      kernels::gemm(dev, false, false, 1.0f, saved_h_.view(), weight1_.value.view(), 0.0f,
+                    p.view());
+    } else {
+      kernels::gemm(dev, false, false, 1.0f, x.rows_range(n_own, g.num_local()),
+                    weight1_.value.view(), 0.0f, saved_t_.view().rows_range(n_own, g.num_local()));
+      aggregate_halo(dev, *op_, saved_t_.view(), nullptr, p.view());
+    }
+    finish_forward(g, y);
+  }
+
+  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+    check_backward_shapes("gin", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
+    if (gx.data != nullptr && !used_sparse_) {
+      backward_halo(g, gy, gx);
+      backward_owned(g, gy, gx, {});
+      return;
+    }
+    const Device& dev = *dev_;
+    mlp_backward(g, gy);
+    mlp_grads(gy);
+    if (aggregate_first_ && !used_sparse_) {  // no input gradient: the parameter gradients only
+      Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
+      kernels::gemm(dev, false, true, 1.0f, gpre_.view(), weight1_.value.view(), 0.0f, gh.view());
+      aggregate_first_grads(g);
+      return;
+    }
+    // Transform first (a sparse input, or no input gradient): gt = Aᵀ gp + (1+eps) gp on owned
+    // rows; gx = gt W1ᵀ.
+    Matrix& gt = ensure(scratch_, g.num_local(), mlp_, dev_);
+    aggregate_transpose(dev, *op_, gpre_.view(), gt.view());
+    transform_first_grads(g);
+    if (gx.data != nullptr)
+      kernels::gemm(dev, false, true, 1.0f, gt.view(), weight1_.value.view(), 0.0f, gx);
+  }
+
+  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     const Device& dev = *dev_;
     const std::int64_t n_own = g.num_owned, n_local = g.num_local();
-    self_weight_ = 1.0f + current_eps();
-    Matrix& p = ensure(pre_, n_own, mlp_, dev_);  // h W1, then ReLU'd in place: q
-    used_sparse_ = sparse_x_.has_value();
-    if (used_sparse_) check_sparse_input("gin", g, *sparse_x_, cfg_.in_dim);
-    if (aggregate_first_ && !used_sparse_) {
-      x_ = x;  // x_own is needed for d(eps) (the caller keeps x unchanged until backward)
-      Matrix& h = ensure(saved_h_, n_own, cfg_.in_dim, dev_);
-      kernels::spmm(dev, op_->a.view(), x, 0.0f, h.view());
-      kernels::axpy(dev, self_weight_, x.rows_range(0, n_own), h.view());
-      kernels::gemm(dev, false, false, 1.0f, h.view(), weight1_.value.view(), 0.0f, p.view());
+    mlp_backward(g, gy);
+    if (aggregate_first_) {
+      // h = A x + (1+eps) x_own, p = h W1: gh = gp W1ᵀ; gx = Aᵀ gh (+ (1+eps) gh on owned rows):
+      // the halo rows now.
+      Matrix& gh = ensure(scratch_, n_own, cfg_.in_dim, dev_);
+      kernels::gemm(dev, false, true, 1.0f, gpre_.view(), weight1_.value.view(), 0.0f, gh.view());
+      aggregate_transpose_halo(dev, *op_, gh.view(), gx);
     } else {
-      // A sparse input always transforms first: h would be a dense in_dim-wide matrix.
-      Matrix& t = ensure(saved_t_, n_local, mlp_, dev_);
-      if (used_sparse_) {
-        x_csr_ = *sparse_x_;
-        input_matmul(dev, x_csr_, weight1_.value.view(), t.view());
-      } else {
-        x_ = x;
-        kernels::gemm(dev, false, false, 1.0f, x, weight1_.value.view(), 0.0f, t.view());
-      }
-      kernels::spmm(dev, op_->a.view(), t.view(), 0.0f, p.view());
-      kernels::axpy(dev, self_weight_, t.view().rows_range(0, n_own), p.view());
+      // p = A t + (1+eps) t_own, t = x W1: gt = Aᵀ gp (+ (1+eps) gp on owned rows); gx = gt W1ᵀ:
+      // the halo rows now.
+      Matrix& gt = ensure(scratch_, n_local, mlp_, dev_);
+      aggregate_transpose_halo(dev, *op_, gpre_.view(), gt.view());
+      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(n_own, n_local),
+                    weight1_.value.view(), 0.0f, gx.rows_range(n_own, n_local));
     }
+  }
+
+  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+                      const std::function<void()>& progress) override {
+    const Device& dev = *dev_;
+    const std::int64_t n_own = g.num_owned;
+    mlp_grads(gy);
+    progress_exchange(progress);
+    if (aggregate_first_) {
+      aggregate_first_grads(g);
+      progress_exchange(progress);
+      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx);
+      kernels::axpy(dev, self_weight_, scratch_.view(), gx.rows_range(0, n_own));
+    } else {
+      aggregate_transpose_owned(dev, *op_, gpre_.view(), scratch_.view());
+      transform_first_grads(g);
+      progress_exchange(progress);
+      kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, n_own),
+                    weight1_.value.view(), 0.0f, gx.rows_range(0, n_own));
+    }
+  }
+
+ private:
+  /// After the aggregation into pre_ (p = h W1, or A t + (1+eps) t_own before its self term):
+  /// the rest of the forward, y = ReLU(p + b1) W2 + b2.
+  void finish_forward(const LocalGraph& g, DenseView y) {
+    const Device& dev = *dev_;
+    Matrix& p = pre_;
+    if (!aggregate_first_ || used_sparse_)
+      kernels::axpy(dev, self_weight_, saved_t_.view().rows_range(0, g.num_owned), p.view());
     if (cfg_.bias) kernels::add_row_vector(dev, bias1_.value.data(), p.view());
     kernels::relu_forward(dev, p.view(), p.view());
     kernels::gemm(dev, false, false, 1.0f, p.view(), weight2_.value.view(), 0.0f, y);
     if (cfg_.bias) kernels::add_row_vector(dev, bias2_.value.data(), y);
   }
 
-  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
-    check_backward_shapes("gin", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
+  /// gp = dL/dp through the second MLP layer and the ReLU (q > 0 where p > 0), into gpre_.
+  void mlp_backward(const LocalGraph& g, ConstDenseView gy) {
     const Device& dev = *dev_;
-    const std::int64_t n_own = g.num_owned, n_local = g.num_local();
-    // Second MLP layer: y = q W2 + b2.
-    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias2_.grad.data());
-    kernels::gemm(dev, true, false, 1.0f, pre_.view(), gy, 1.0f, weight2_.grad.view());
-    Matrix& gp = ensure(gpre_, n_own, mlp_, dev_);
+    Matrix& gp = ensure(gpre_, g.num_owned, mlp_, dev_);
     kernels::gemm(dev, false, true, 1.0f, gy, weight2_.value.view(), 0.0f, gp.view());
-    // Through the ReLU (q > 0 where p > 0) and b1: gp = dL/dp.
     kernels::relu_backward(dev, pre_.view(), gp.view(), gp.view());
-    if (cfg_.bias) kernels::column_sum(dev, gp.view(), 1.0f, bias1_.grad.data());
-    if (aggregate_first_ && !used_sparse_) {
-      // p = h W1, h = A x + (1+eps) x_own: dW1 += hᵀ gp; gh = gp W1ᵀ; d(eps) = <gh, x_own>;
-      // gx = Aᵀ gh + (1+eps) gh on owned rows.
-      kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gp.view(), 1.0f, weight1_.grad.view());
-      Matrix& gh = ensure(scratch_, n_own, cfg_.in_dim, dev_);
-      kernels::gemm(dev, false, true, 1.0f, gp.view(), weight1_.value.view(), 0.0f, gh.view());
-      if (cfg_.train_eps) accumulate_dot(dev, gh.view(), x_.rows_range(0, n_own), eps_.grad);
-      if (gx.data == nullptr) return;
-      kernels::spmm(dev, op_->a_t.view(), gh.view(), 0.0f, gx);
-      kernels::axpy(dev, self_weight_, gh.view(), gx.rows_range(0, n_own));
-      return;
-    }
-    // p = A t + (1+eps) t_own, t = x W1: gt = Aᵀ gp + (1+eps) gp on owned rows;
-    // d(eps) = <gp, t_own>; dW1 += xᵀ gt; gx = gt W1ᵀ.
-    Matrix& gt = ensure(scratch_, n_local, mlp_, dev_);
-    kernels::spmm(dev, op_->a_t.view(), gp.view(), 0.0f, gt.view());
-    kernels::axpy(dev, self_weight_, gp.view(), gt.view().rows_range(0, n_own));
-    if (cfg_.train_eps) accumulate_dot(dev, gp.view(), saved_t_.view().rows_range(0, n_own), eps_.grad);
-    if (used_sparse_) {
-      input_matmul_transpose(dev, x_csr_, gt.view(), weight1_.grad.view());
-    } else {
-      kernels::gemm(dev, true, false, 1.0f, x_, gt.view(), 1.0f, weight1_.grad.view());
-    }
-    if (gx.data == nullptr) return;
-    kernels::gemm(dev, false, true, 1.0f, gt.view(), weight1_.value.view(), 0.0f, gx);
   }
 
- private:
+  /// The MLP's parameter gradients: db2 += Σ gy, dW2 += qᵀ gy, db1 += Σ gp.
+  void mlp_grads(ConstDenseView gy) {
+    const Device& dev = *dev_;
+    if (cfg_.bias) kernels::column_sum(dev, gy, 1.0f, bias2_.grad.data());
+    kernels::gemm(dev, true, false, 1.0f, pre_.view(), gy, 1.0f, weight2_.grad.view());
+    if (cfg_.bias) kernels::column_sum(dev, gpre_.view(), 1.0f, bias1_.grad.data());
+  }
+
+  /// Aggregate first, with gh = gp W1ᵀ in scratch_: dW1 += hᵀ gp and d(eps) += <gh, x_own>.
+  void aggregate_first_grads(const LocalGraph& g) {
+    const Device& dev = *dev_;
+    kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gpre_.view(), 1.0f, weight1_.grad.view());
+    if (cfg_.train_eps) accumulate_dot(dev, scratch_.view(), x_.rows_range(0, g.num_owned), eps_.grad);
+  }
+
+  /// Transform first, with the owned and halo rows of Aᵀ gp in scratch_: adds the self term
+  /// (1+eps) gp to its owned rows (gt), then d(eps) += <gp, t_own> and dW1 += xᵀ gt.
+  void transform_first_grads(const LocalGraph& g) {
+    const Device& dev = *dev_;
+    const std::int64_t n_own = g.num_owned;
+    kernels::axpy(dev, self_weight_, gpre_.view(), scratch_.view().rows_range(0, n_own));
+    if (cfg_.train_eps)
+      accumulate_dot(dev, gpre_.view(), saved_t_.view().rows_range(0, n_own), eps_.grad);
+    if (used_sparse_) input_matmul_transpose(dev, x_csr_, scratch_.view(), weight1_.grad.view());
+    else kernels::gemm(dev, true, false, 1.0f, x_, scratch_.view(), 1.0f, weight1_.grad.view());
+  }
+
   static std::string name(std::int32_t layer, const char* what) {
     return "layer" + std::to_string(layer) + "." + what;
   }

@@ -39,7 +39,8 @@ std::shared_ptr<const GraphOperator> gcn_operator(const LocalGraph& g) {
   const std::vector<float> degree = g.degree.to_host();
   std::vector<float> inv_sqrt(degree.size());
   for (std::size_t i = 0; i < degree.size(); ++i) inv_sqrt[i] = 1.0f / std::sqrt(degree[i] + 1.0f);
-  return shared_graph_operator(g, "gcn: D^-1/2 (A + I) D^-1/2", /*self_loops=*/true,
+  return shared_graph_operator(g, "gcn: D^-1/2 (A + I) D^-1/2", OperatorForm::split,
+                               /*self_loops=*/true,
                                [&](LocalId v, LocalId u) {
                                  // Â_vu = 1/sqrt((d_v+1)(d_u+1)); on the diagonal 1/(d_v+1).
                                  return v == u ? 1.0f / (degree[v] + 1.0f)
@@ -49,11 +50,26 @@ std::shared_ptr<const GraphOperator> gcn_operator(const LocalGraph& g) {
 
 std::shared_ptr<const GraphOperator> mean_operator(const LocalGraph& g) {
   const std::vector<float> degree = g.degree.to_host();
-  return shared_graph_operator(g, "mean: D^-1 A", /*self_loops=*/false,
+  return shared_graph_operator(g, "mean: D^-1 A", OperatorForm::split, /*self_loops=*/false,
                                [&](LocalId v, LocalId) { return 1.0f / degree[v]; });
 }
 
 }  // namespace detail
+
+void Layer::forward_owned(const LocalGraph&, ConstDenseView, DenseView, const ForwardContext&,
+                          const std::function<void()>&) {
+  throw Error("forward_owned: this layer does not split around the exchange");
+}
+void Layer::forward_halo(const LocalGraph&, ConstDenseView, DenseView, const ForwardContext&) {
+  throw Error("forward_halo: this layer does not split around the exchange");
+}
+void Layer::backward_halo(const LocalGraph&, ConstDenseView, DenseView) {
+  throw Error("backward_halo: this layer does not split around the exchange");
+}
+void Layer::backward_owned(const LocalGraph&, ConstDenseView, DenseView,
+                           const std::function<void()>&) {
+  throw Error("backward_owned: this layer does not split around the exchange");
+}
 
 std::unique_ptr<Layer> make_layer(const LayerConfig& cfg, std::uint64_t seed,
                                   std::int32_t layer_index) {

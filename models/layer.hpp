@@ -7,6 +7,7 @@
 /// global degrees, so a layer on a partition computes exactly what it computes on the whole graph.
 /// Dropout and activations are not part of a layer (the trainer applies them).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -129,6 +130,27 @@ class Layer {
   /// rows (the caller sends the halo part back to its owners); an empty gx (data == nullptr)
   /// skips the input gradient. Accumulates (+=) into parameter grads.
   virtual void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) = 0;
+
+  /// Overlap of the halo exchange with computation (docs/training.md "Overlap"). A layer whose
+  /// splits() is true computes forward() as forward_owned() then forward_halo(), and backward()
+  /// (with a gx) as backward_halo() then backward_owned(), the same bits either way, so that the
+  /// trainer can run the halves around a synchronous exchange:
+  /// - forward_owned reads only x's owned rows (the halo rows are in flight) and does every part
+  ///   of the forward that needs nothing else; forward_halo reads the halo rows and completes y;
+  /// - backward_halo writes gx's halo rows (the trainer sends them at once) and backward_owned
+  ///   then writes gx's owned rows and accumulates the parameter gradients.
+  /// `progress` (may be empty) is called between the kernels of forward_owned and backward_owned,
+  /// to progress the exchange in flight. A dense input only (the trainer never splits layer 0,
+  /// whose input is never exchanged). Layers that do not split (GAT: its attention normalises
+  /// over a row's owned and halo entries at once; residual blocks) run whole after the exchange.
+  virtual bool splits() const { return false; }
+  virtual void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y,
+                             const ForwardContext& ctx, const std::function<void()>& progress);
+  virtual void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+                            const ForwardContext& ctx);
+  virtual void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx);
+  virtual void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+                              const std::function<void()>& progress);
 };
 
 /// Glorot-uniform weights and zero biases, from CounterRng(seed, init_weights, layer_index,

@@ -1,6 +1,7 @@
 #pragma once
 // Internal helpers shared by the layer implementations (not part of the public interface).
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -86,7 +87,7 @@ inline void input_matmul(const Device& dev, const SparseInput& x, ConstDenseView
 /// y = x w + 1 biasᵀ (overwritten; bias == nullptr: none) for a sparse input x.
 inline void input_matmul_bias(const Device& dev, const SparseInput& x, ConstDenseView w,
                               const float* bias, DenseView y) {
-  if (!x.compact()) return kernels::spmm_bias(dev, std::get<CsrView>(x.x), w, bias, y);
+  if (!x.compact()) return kernels::spmm_bias(dev, std::get<CsrView>(x.x), w, 0.0f, bias, y);
   kernels::compact_matmul(dev, std::get<CompactView>(x.x), w, 0.0f, y);
   if (bias) kernels::add_row_vector(dev, bias, y);
 }
@@ -104,6 +105,58 @@ inline void check_backward_shapes(const char* layer, const LocalGraph& g, ConstD
              ", expected ", g.num_owned, "x", out_dim);
   GNN_ASSERT(gx.data == nullptr || (gx.rows == g.num_local() && gx.cols == in_dim), layer,
              ": gx is ", gx.rows, "x", gx.cols, ", expected ", g.num_local(), "x", in_dim);
+}
+
+// ---- aggregation with a split operator (models/local_graph.hpp, OperatorForm::split) --------
+
+/// y = A_owned x_owned + beta y: the owned columns' part of an aggregation. x: the local rows (only
+/// the first num_owned are read: the halo rows may still be in flight) or the owned rows.
+inline void aggregate_owned(const Device& dev, const GraphOperator& op, ConstDenseView x,
+                            float beta, DenseView y) {
+  GNN_ASSERT(op.form == OperatorForm::split, "aggregate_owned: needs a split operator");
+  kernels::spmm(dev, op.a_owned.view(), x.rows_range(0, op.a_owned.cols()), beta, y);
+}
+
+/// y += A_halo x_halo + 1 biasᵀ (bias == nullptr: none): completes aggregate_owned. x: the local
+/// rows (the halo rows are read).
+inline void aggregate_halo(const Device& dev, const GraphOperator& op, ConstDenseView x,
+                           const float* bias, DenseView y) {
+  const std::int64_t own = op.a_owned.cols();
+  kernels::spmm_bias(dev, op.a_halo.view(), x.rows_range(own, own + op.a_halo.cols()), 1.0f, bias,
+                     y);
+}
+
+/// y = A x + beta y + 1 biasᵀ over all local rows of x, in one go.
+inline void aggregate(const Device& dev, const GraphOperator& op, ConstDenseView x, float beta,
+                      const float* bias, DenseView y) {
+  aggregate_owned(dev, op, x, beta, y);
+  aggregate_halo(dev, op, x, bias, y);
+}
+
+/// The halo rows of gx = Aᵀ g (g: num_owned rows; gx: the local rows, its owned rows untouched).
+inline void aggregate_transpose_halo(const Device& dev, const GraphOperator& op, ConstDenseView g,
+                                     DenseView gx) {
+  GNN_ASSERT(op.form == OperatorForm::split, "aggregate_transpose_halo: needs a split operator");
+  const std::int64_t own = op.t_owned.rows();
+  kernels::spmm(dev, op.t_halo.view(), g, 0.0f, gx.rows_range(own, own + op.t_halo.rows()));
+}
+
+/// The owned rows of gx = Aᵀ g (the halo rows untouched).
+inline void aggregate_transpose_owned(const Device& dev, const GraphOperator& op, ConstDenseView g,
+                                      DenseView gx) {
+  kernels::spmm(dev, op.t_owned.view(), g, 0.0f, gx.rows_range(0, op.t_owned.rows()));
+}
+
+/// gx = Aᵀ g over all local rows.
+inline void aggregate_transpose(const Device& dev, const GraphOperator& op, ConstDenseView g,
+                                DenseView gx) {
+  aggregate_transpose_halo(dev, op, g, gx);
+  aggregate_transpose_owned(dev, op, g, gx);
+}
+
+/// Calls `progress` when it is set (Layer::forward_owned, backward_owned).
+inline void progress_exchange(const std::function<void()>& progress) {
+  if (progress) progress();
 }
 
 /// GCN's normalised operator Â = D̃^-1/2 (A + I) D̃^-1/2 over global degrees, one copy per graph

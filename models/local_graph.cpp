@@ -68,22 +68,63 @@ LocalGraph LocalGraph::build(const LocalPartition& part, DevicePtr dev) {
   return g;
 }
 
-GraphOperator build_graph_operator(const LocalGraph& g, bool self_loops,
+namespace {
+
+/// The host arrays of one CSR matrix.
+struct HostCsr {
+  std::vector<std::int32_t> ptr{0};
+  std::vector<LocalId> col;
+  std::vector<float> val;
+};
+
+/// Entries of `m` whose column is in [c0, c1), columns shifted down by c0 (rows and their order kept).
+HostCsr column_range(const HostCsr& m, LocalId c0, LocalId c1) {
+  HostCsr r;
+  r.ptr.reserve(m.ptr.size());
+  for (std::size_t v = 0; v + 1 < m.ptr.size(); ++v) {
+    for (std::int32_t k = m.ptr[v]; k < m.ptr[v + 1]; ++k) {
+      if (m.col[k] < c0 || m.col[k] >= c1) continue;
+      r.col.push_back(m.col[k] - c0);
+      if (!m.val.empty()) r.val.push_back(m.val[k]);
+    }
+    r.ptr.push_back(static_cast<std::int32_t>(r.col.size()));
+  }
+  return r;
+}
+
+/// The transpose (cols x rows) of `m`; returns the entry map transposed -> original in `t_to_a`.
+HostCsr transposed(const HostCsr& m, std::int64_t cols, std::vector<std::int32_t>* t_to_a) {
+  HostCsr t;
+  const auto rows = static_cast<std::int64_t>(m.ptr.size()) - 1;
+  std::vector<std::int32_t> map = transpose_host(rows, cols, m.ptr, m.col, t.ptr, t.col);
+  if (!m.val.empty()) {
+    t.val.resize(m.val.size());
+    for (std::size_t k = 0; k < map.size(); ++k) t.val[k] = m.val[static_cast<std::size_t>(map[k])];
+  }
+  if (t_to_a) *t_to_a = std::move(map);
+  return t;
+}
+
+CsrMatrix on_device(const HostCsr& m, std::int64_t cols, const DevicePtr& dev) {
+  return CsrMatrix(static_cast<std::int64_t>(m.ptr.size()) - 1, cols, m.ptr, m.col, m.val, dev);
+}
+
+}  // namespace
+
+GraphOperator build_graph_operator(const LocalGraph& g, OperatorForm form, bool self_loops,
                                    const std::function<float(LocalId v, LocalId u)>& weight) {
   const std::vector<std::int32_t> row_ptr = g.adj.row_ptr().to_host();
   const std::vector<LocalId> col = g.adj.col().to_host();
   const std::int64_t rows = g.num_owned, cols = g.num_local();
-  std::vector<std::int32_t> ptr{0};
-  std::vector<LocalId> c;
-  std::vector<float> val;
-  ptr.reserve(static_cast<std::size_t>(rows) + 1);
-  c.reserve(col.size() + (self_loops ? static_cast<std::size_t>(rows) : 0));
+  HostCsr a;
+  a.ptr.reserve(static_cast<std::size_t>(rows) + 1);
+  a.col.reserve(col.size() + (self_loops ? static_cast<std::size_t>(rows) : 0));
   for (LocalId v = 0; v < rows; ++v) {
     // Keep columns sorted: the diagonal goes before the first larger column.
     bool diagonal_pending = self_loops;
     auto emit = [&](LocalId u) {
-      c.push_back(u);
-      if (weight) val.push_back(weight(v, u));
+      a.col.push_back(u);
+      if (weight) a.val.push_back(weight(v, u));
     };
     for (std::int32_t k = row_ptr[v]; k < row_ptr[v + 1]; ++k) {
       if (diagonal_pending && col[k] > v) {
@@ -93,29 +134,35 @@ GraphOperator build_graph_operator(const LocalGraph& g, bool self_loops,
       emit(col[k]);
     }
     if (diagonal_pending) emit(v);
-    ptr.push_back(static_cast<std::int32_t>(c.size()));
-  }
-  std::vector<std::int32_t> t_ptr;
-  std::vector<LocalId> t_col;
-  const std::vector<std::int32_t> t_to_a = transpose_host(rows, cols, ptr, c, t_ptr, t_col);
-  std::vector<float> t_val;
-  if (weight) {
-    t_val.resize(val.size());
-    for (std::size_t k = 0; k < t_to_a.size(); ++k)
-      t_val[k] = val[static_cast<std::size_t>(t_to_a[k])];
+    a.ptr.push_back(static_cast<std::int32_t>(a.col.size()));
   }
   GraphOperator op;
-  op.a = CsrMatrix(rows, cols, ptr, c, val, g.dev);
-  op.a_t = CsrMatrix(cols, rows, t_ptr, t_col, t_val, g.dev);
-  op.t_to_a = Buffer<std::int32_t>::from_host(t_to_a, g.dev);
+  op.form = form;
+  if (form == OperatorForm::whole) {
+    std::vector<std::int32_t> t_to_a;
+    const HostCsr t = transposed(a, cols, &t_to_a);
+    op.a = on_device(a, cols, g.dev);
+    op.a_t = on_device(t, rows, g.dev);
+    op.t_to_a = Buffer<std::int32_t>::from_host(t_to_a, g.dev);
+    return op;
+  }
+  const auto own = static_cast<LocalId>(rows), local = static_cast<LocalId>(cols);
+  const HostCsr a_owned = column_range(a, 0, own), a_halo = column_range(a, own, local);
+  a = {};  // only its two column ranges are kept
+  op.a_owned = on_device(a_owned, own, g.dev);
+  op.a_halo = on_device(a_halo, g.num_halo, g.dev);
+  op.t_owned = on_device(transposed(a_owned, own, nullptr), own, g.dev);
+  op.t_halo = on_device(transposed(a_halo, g.num_halo, nullptr), own, g.dev);
   return op;
 }
 
 std::shared_ptr<const GraphOperator> shared_graph_operator(
-    const LocalGraph& g, const std::string& kind, bool self_loops,
+    const LocalGraph& g, const std::string& kind, OperatorForm form, bool self_loops,
     const std::function<float(LocalId v, LocalId u)>& weight) {
   auto& slot = g.operators[kind];
-  if (!slot) slot = std::make_shared<const GraphOperator>(build_graph_operator(g, self_loops, weight));
+  if (!slot) {
+    slot = std::make_shared<const GraphOperator>(build_graph_operator(g, form, self_loops, weight));
+  }
   return slot;
 }
 

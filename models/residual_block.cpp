@@ -117,7 +117,7 @@ class ResidualBlock final : public Layer {
     kernels::layer_norm_forward(dev, h_view_, norm_scale_.value.data(), norm_bias_.value.data(),
                                 kNormEps, n.view(), ensure(stats_, nl, 2, dev_).data());
     Matrix& a = ensure(a_, no, d_, dev_);
-    kernels::spmm(dev, op_->a.view(), n.view(), 0.0f, a.view());
+    aggregate(dev, *op_, n.view(), 0.0f, nullptr, a.view());
 
     // The feed-forward: z1 = a W1 + b1 (SAGE: n_own W1_self + (M n) W1_neigh + b1), dropped in
     // place and kept (GELU's backward reads it); g1 = GELU(z1) kept for dW2.
@@ -183,14 +183,14 @@ class ResidualBlock final : public Layer {
       kernels::linear_grad(dev, a_.view(), gz1.view(), w1_neigh_.grad.view(), nullptr);
       const DenseView ga = a_.view();
       kernels::gemm(dev, false, true, 1.0f, gz1.view(), w1_neigh_.value.view(), 0.0f, ga);
-      kernels::spmm(dev, op_->a_t.view(), ga, 0.0f, gn.view());
+      aggregate_transpose(dev, *op_, ga, gn.view());
       kernels::gemm(dev, false, true, 1.0f, gz1.view(), w1_.value.view(), 1.0f,
                     gn.view().rows_range(0, no));
     } else {
       kernels::linear_grad(dev, a_.view(), gz1.view(), w1_.grad.view(), b1_.grad.data());
       const DenseView ga = a_.view();
       kernels::gemm(dev, false, true, 1.0f, gz1.view(), w1_.value.view(), 0.0f, ga);
-      kernels::spmm(dev, op_->a_t.view(), ga, 0.0f, gn.view());
+      aggregate_transpose(dev, *op_, ga, gn.view());
     }
 
     // gh = LayerNorm'(gn) on every local row, plus g_out on the owned rows (the skip connection).

@@ -37,75 +37,144 @@ class SageLayer final : public Layer {
 
   void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
 
-  void forward(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&) override {
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
+               const ForwardContext& ctx) override {
     check_forward_shapes("sage", g, x, y, cfg_.in_dim, cfg_.out_dim);
     GNN_ASSERT(dev_, "sage: forward before prepare");
-    const Device& dev = *dev_;
     // A sparse input always transforms first: the neighbour mean of x would be dense, in_dim wide.
     used_sparse_ = sparse_x_.has_value();
-    const float* bias = cfg_.bias ? bias_.value.data() : nullptr;
-    if (used_sparse_) {
-      // y = x_own W_self + b, then y += A (x W_neigh).
-      check_sparse_input("sage", g, *sparse_x_, cfg_.in_dim);
-      x_csr_ = *sparse_x_;
-      Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      input_matmul(dev, x_csr_, weight_neigh_.value.view(), t.view());
-      x_own_csr_ = input_top_rows(dev, x_csr_, g.num_owned);
-      input_matmul_bias(dev, x_own_csr_, weight_self_.value.view(), bias, y);
-      kernels::spmm(dev, op_->a.view(), t.view(), 1.0f, y);
+    if (!used_sparse_) {
+      forward_owned(g, x, y, ctx, {});
+      forward_halo(g, x, y, ctx);
+      return;
+    }
+    // y = x_own W_self + b, then y += A (x W_neigh).
+    const Device& dev = *dev_;
+    check_sparse_input("sage", g, *sparse_x_, cfg_.in_dim);
+    x_csr_ = *sparse_x_;
+    Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+    input_matmul(dev, x_csr_, weight_neigh_.value.view(), t.view());
+    x_own_csr_ = input_top_rows(dev, x_csr_, g.num_owned);
+    input_matmul_bias(dev, x_own_csr_, weight_self_.value.view(), bias(), y);
+    aggregate(dev, *op_, t.view(), 1.0f, nullptr, y);
+  }
+
+  bool splits() const override { return true; }
+
+  void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&,
+                     const std::function<void()>& progress) override {
+    const Device& dev = *dev_;
+    used_sparse_ = false;
+    x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
+    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
+    if (aggregate_first_) {
+      // y = x_own W_self + h W_neigh + b (h = mean of neighbours): h's owned columns now.
+      Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);
+      aggregate_owned(dev, *op_, x_own, 0.0f, h.view());
     } else {
-      x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
-      const ConstDenseView x_own = x.rows_range(0, g.num_owned);
-      if (aggregate_first_) {
-        // y = x_own W_self + h W_neigh + b in one pass over y (h = mean of neighbours).
-        Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);
-        kernels::spmm(dev, op_->a.view(), x, 0.0f, h.view());
-        kernels::linear(dev, x_own, weight_self_.value.view(), h.view(),
-                        weight_neigh_.value.view(), bias, y);
-      } else {
-        // y = x_own W_self + b, then y += A (x W_neigh).
-        Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-        kernels::linear(dev, x, weight_neigh_.value.view(), {}, {}, nullptr, t.view());
-        kernels::linear(dev, x_own, weight_self_.value.view(), {}, {}, bias, y);
-        kernels::spmm(dev, op_->a.view(), t.view(), 1.0f, y);
-      }
+      // y = x_own W_self + b, then y += A (x W_neigh): the owned rows' part now.
+      Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+      kernels::linear(dev, x_own, weight_neigh_.value.view(), {}, {}, nullptr,
+                      t.view().rows_range(0, g.num_owned));
+      progress_exchange(progress);
+      kernels::linear(dev, x_own, weight_self_.value.view(), {}, {}, bias(), y);
+      progress_exchange(progress);
+      aggregate_owned(dev, *op_, t.view(), 1.0f, y);
+    }
+  }
+
+  void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+                    const ForwardContext&) override {
+    const Device& dev = *dev_;
+    if (aggregate_first_) {
+      aggregate_halo(dev, *op_, x, nullptr, saved_h_.view());
+      kernels::linear(dev, x.rows_range(0, g.num_owned), weight_self_.value.view(),
+                      saved_h_.view(), weight_neigh_.value.view(), bias(), y);
+    } else {
+      const DenseView t_halo = scratch_.view().rows_range(g.num_owned, g.num_local());
+      kernels::linear(dev, x.rows_range(g.num_owned, g.num_local()), weight_neigh_.value.view(), {},
+                      {}, nullptr, t_halo);
+      aggregate_halo(dev, *op_, scratch_.view(), nullptr, y);
     }
   }
 
   void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     check_backward_shapes("sage", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
+    if (gx.data != nullptr && !used_sparse_) {
+      backward_halo(g, gy, gx);
+      backward_owned(g, gy, gx, {});
+      return;
+    }
     const Device& dev = *dev_;
+    self_grads(dev, g, gy);
+    if (aggregate_first_ && !used_sparse_) {  // no input gradient: the parameter gradients only
+      kernels::linear_grad(dev, saved_h_.view(), gy, weight_neigh_.grad.view(), nullptr);
+      return;
+    }
+    // Transform first (a sparse input, or no input gradient): gt = Aᵀ gy; gx = gt W_neighᵀ, plus
+    // the self term on owned rows.
+    Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+    aggregate_transpose(dev, *op_, gy, gt.view());
+    if (used_sparse_) input_matmul_transpose(dev, x_csr_, gt.view(), weight_neigh_.grad.view());
+    else kernels::linear_grad(dev, x_, gt.view(), weight_neigh_.grad.view(), nullptr);
+    if (gx.data == nullptr) return;
+    kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_neigh_.value.view(), 0.0f, gx);
+    kernels::gemm(dev, false, true, 1.0f, gy, weight_self_.value.view(), 1.0f,
+                  gx.rows_range(0, g.num_owned));
+  }
+
+  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+    const Device& dev = *dev_;
+    const DenseView gx_halo = gx.rows_range(g.num_owned, g.num_local());
+    if (aggregate_first_) {
+      // gh = gy W_neighᵀ; gx = Aᵀ gh (+ the self term on owned rows): the halo rows now.
+      Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
+      kernels::gemm(dev, false, true, 1.0f, gy, weight_neigh_.value.view(), 0.0f, gh.view());
+      aggregate_transpose_halo(dev, *op_, gh.view(), gx);
+    } else {
+      // gt = Aᵀ gy; gx = gt W_neighᵀ (+ the self term on owned rows): the halo rows now.
+      Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
+      aggregate_transpose_halo(dev, *op_, gy, gt.view());
+      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(g.num_owned, g.num_local()),
+                    weight_neigh_.value.view(), 0.0f, gx_halo);
+    }
+  }
+
+  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+                      const std::function<void()>& progress) override {
+    const Device& dev = *dev_;
+    const DenseView gx_own = gx.rows_range(0, g.num_owned);
+    self_grads(dev, g, gy);
+    progress_exchange(progress);
+    if (aggregate_first_) {
+      kernels::linear_grad(dev, saved_h_.view(), gy, weight_neigh_.grad.view(), nullptr);
+      progress_exchange(progress);
+      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx);
+    } else {
+      aggregate_transpose_owned(dev, *op_, gy, scratch_.view());
+      kernels::linear_grad(dev, x_, scratch_.view(), weight_neigh_.grad.view(), nullptr);
+      progress_exchange(progress);
+      kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
+                    weight_neigh_.value.view(), 0.0f, gx_own);
+    }
+    // The self term reaches owned rows only.
+    kernels::gemm(dev, false, true, 1.0f, gy, weight_self_.value.view(), 1.0f, gx_own);
+  }
+
+ private:
+  const float* bias() const { return cfg_.bias ? bias_.value.data() : nullptr; }
+
+  /// dW_self += x_ownᵀ gy and db += Σ gy (in one pass over gy for a dense x).
+  void self_grads(const Device& dev, const LocalGraph& g, ConstDenseView gy) {
     float* gb = cfg_.bias ? bias_.grad.data() : nullptr;
     if (used_sparse_) {
       input_matmul_transpose(dev, x_own_csr_, gy, weight_self_.grad.view());
       if (gb) kernels::column_sum(dev, gy, 1.0f, gb);
     } else {
-      // dW_self += x_ownᵀ gy and db += Σ gy in one pass over gy.
       kernels::linear_grad(dev, x_.rows_range(0, g.num_owned), gy, weight_self_.grad.view(), gb);
     }
-    if (aggregate_first_ && !used_sparse_) {
-      kernels::linear_grad(dev, saved_h_.view(), gy, weight_neigh_.grad.view(), nullptr);
-      if (gx.data == nullptr) return;
-      Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
-      kernels::gemm(dev, false, true, 1.0f, gy, weight_neigh_.value.view(), 0.0f, gh.view());
-      kernels::spmm(dev, op_->a_t.view(), gh.view(), 0.0f, gx);
-    } else {
-      Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      kernels::spmm(dev, op_->a_t.view(), gy, 0.0f, gt.view());
-      if (used_sparse_) {
-        input_matmul_transpose(dev, x_csr_, gt.view(), weight_neigh_.grad.view());
-      } else {
-        kernels::linear_grad(dev, x_, gt.view(), weight_neigh_.grad.view(), nullptr);
-      }
-      if (gx.data == nullptr) return;
-      kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_neigh_.value.view(), 0.0f, gx);
-    }
-    // The self term reaches owned rows only.
-    kernels::gemm(dev, false, true, 1.0f, gy, weight_self_.value.view(), 1.0f,
-                  gx.rows_range(0, g.num_owned));
   }
 
- private:
   LayerConfig cfg_;
   Parameter weight_self_, weight_neigh_, bias_;
   bool aggregate_first_;

@@ -173,17 +173,23 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   double graph = kI * (own + 1) + kI * nnz + kI * (nl + 1) + kI * nnz + kF * nl + kL * nl +
                  (kI + kL) * (sends + recvs);
   // One normalised operator and its transpose, shared by every layer (shared_graph_operator):
-  // GCN A+I with values, SAGE A with values, GAT A+I structure only, GIN A structure only; plus
-  // the transpose-to-original entry map.
+  // GCN A+I with values, SAGE A with values, GAT A+I structure only, GIN A structure only; split
+  // by owned and halo columns (rows of the transpose), except GAT's, which is whole and has the
+  // transpose-to-original entry map (models/local_graph.hpp).
   double operators = 0, attention = 0;
   const double op_nnz = (cfg.model == ModelKind::sage || gin) ? nnz : nnz + own;
   const double with_values = (gat || gin) ? 0 : 1;
   // GAT per edge and head: the coefficients, their gradients, and the attention-dropout
   // multipliers when --attention-dropout is on.
   const double per_edge_head = cfg.attention_dropout > 0 ? 3 : 2;
-  operators = kI * (own + 1) + kI * op_nnz + with_values * kF * op_nnz +  // a
-              kI * (nl + 1) + kI * op_nnz + with_values * kF * op_nnz +   // a_t
-              kI * op_nnz;                                                 // t_to_a
+  if (gat) {  // OperatorForm::whole
+    operators = kI * (own + 1) + kI * op_nnz + with_values * kF * op_nnz +  // a
+                kI * (nl + 1) + kI * op_nnz + with_values * kF * op_nnz +   // a_t
+                kI * op_nnz;                                                 // t_to_a
+  } else {  // OperatorForm::split: a_owned, a_halo by column; t_owned, t_halo by row
+    operators = 3 * kI * (own + 1) + kI * (halo + 1) +
+                2 * (kI * op_nnz + with_values * kF * op_nnz);
+  }
   for (int l = 0; l < L; ++l) {
     if (gat)
       attention += per_edge_head * kF * op_nnz *

@@ -16,6 +16,8 @@ Json EpochMetrics::to_json() const {
   j["compute_s"] = compute_s;
   j["comm_s"] = comm_s;
   j["codec_s"] = codec_s;
+  j["overlap_s"] = overlap_s;
+  j["overlapped_exchanges"] = overlapped_exchanges;
   j["bytes_sent"] = bytes_sent;
   j["eval_bytes_sent"] = eval_bytes_sent;
   if (device_peak_bytes > 0) j["device_peak_bytes"] = device_peak_bytes;

@@ -25,6 +25,11 @@ struct EpochMetrics {
   std::optional<SplitScores> eval;      ///< evaluation pass (no dropout), every eval_every epochs
   double epoch_s = 0;                   ///< slowest rank
   double compute_s = 0, comm_s = 0, codec_s = 0;  ///< mean over ranks
+  /// Overlap (docs/training.md "Overlap"): the part of compute_s spent while a halo exchange was
+  /// in flight (mean over ranks), and the training exchanges, per layer and direction, that ran
+  /// split around computation (the same on every rank).
+  double overlap_s = 0;
+  int overlapped_exchanges = 0;
   std::uint64_t bytes_sent = 0;         ///< training exchanges + all-reduces, all ranks
   std::uint64_t eval_bytes_sent = 0;    ///< evaluation pass, all ranks
   /// The largest device allocator high-water mark over ranks so far (0 on the CPU).

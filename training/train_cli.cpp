@@ -50,7 +50,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   std::string refresh_by = "grad";
   bool dense_features = false;
   std::string select_by = "score", lr_schedule = "constant", metric = "auto";
-  bool no_restore_best = false, no_bias = false;
+  bool no_restore_best = false, no_bias = false, no_overlap = false;
   int staleness_bound_alias = -1;
   po::options_description general("General");
   general.add_options()
@@ -180,6 +180,9 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
       ("refresh-exact-backward", po::bool_switch(&c.refresh_exact_backward),
        "refresh: send every halo gradient back every epoch (default: only those of refreshed "
        "rows)")
+      ("no-overlap", po::bool_switch(&no_overlap),
+       "sync: wait for each exchange before computing (default: GCN, SAGE and GIN layers compute "
+       "what needs no halo row while it is in flight; the same results)")
       ("smoothing", po::value(&c.smoothing)->default_value(0.0f),
        "pipelined: moving-average gamma for stale halo rows and gradients (0: off)")
       ("emulate-link", po::value(&c.emulate_link),
@@ -218,6 +221,7 @@ TrainCli parse_train_cli(int argc, const char* const* argv) {
   c.metric = parse_metric(metric);
   c.restore_best = !no_restore_best;
   c.bias = !no_bias;
+  c.overlap = !no_overlap;
   c.numerics = kernels::parse_cpu_numerics(numerics);
   c.halo_rows = parse_halo_rows(halo_rows);
   c.refresh_by = parse_refresh_by(refresh_by);

@@ -188,6 +188,12 @@ void TrainConfig::validate() const {
                         refresh_by == RefreshConfig::By::grad && !refresh_exact_backward),
                    "--staleness-bound, --refresh-fraction, --refresh-by and "
                    "--refresh-exact-backward need --exchange refresh");
+  GNN_CHECK_CONFIG(overlap || exchange == ExchangeMode::sync,
+                   "--no-overlap applies to --exchange sync (the other policies do not wait for "
+                   "this epoch's halo rows)");
+  GNN_CHECK_CONFIG(overlap || (model != ModelKind::gat && architecture == Architecture::plain),
+                   "--no-overlap: --model gat and --architecture residual never overlap (their "
+                   "layers do not split around the exchange)");
   GNN_CHECK_CONFIG(staleness_bound >= 1, "--staleness-bound must be at least 1 (1: every row "
                    "every epoch, exact)");
   GNN_CHECK_CONFIG(refresh_fraction >= 0 && refresh_fraction <= 1,
@@ -278,6 +284,7 @@ Json TrainConfig::to_json() const {
   j["refresh_fraction"] = refresh_fraction;
   j["refresh_by"] = to_string(refresh_by);
   j["refresh_exact_backward"] = refresh_exact_backward;
+  j["no_overlap"] = !overlap;
   j["emulate_link"] = emulate_link;
   j["checkpoint_dir"] = checkpoint_dir;
   j["checkpoint_every"] = checkpoint_every;

@@ -124,6 +124,9 @@ struct TrainConfig {
   double refresh_fraction = 0;  ///< refresh: of the other rows, this fraction by importance
   RefreshConfig::By refresh_by = RefreshConfig::By::grad;
   bool refresh_exact_backward = false;  ///< refresh: every gradient crosses back, every epoch
+  /// sync: layers that split (GCN, SAGE, GIN) compute what needs no halo row while their
+  /// exchanges are in flight (docs/training.md "Overlap"); --no-overlap waits first. Same bits.
+  bool overlap = true;
   // Checkpoints and saved models (training/checkpoint.hpp, docs/training.md "Checkpoints and
   // resume").
   std::string checkpoint_dir;    ///< write checkpoints here; empty = none

@@ -457,6 +457,11 @@ void Trainer::finish_feature_bytes() {
 
 Trainer::~Trainer() = default;
 
+bool Trainer::overlap_layer(int l, bool training) const {
+  return cfg_.overlap && layers_[static_cast<std::size_t>(l)]->splits() &&
+         (!training || policy_->overlaps());
+}
+
 void Trainer::forward(std::int64_t epoch, bool training) {
   const LocalId n_own = part_.num_owned;
   const bool residual = cfg_.architecture == Architecture::residual;
@@ -466,7 +471,13 @@ void Trainer::forward(std::int64_t epoch, bool training) {
     DenseView x = (l == 0 && (sparse_input_ || compact_input_))
                       ? DenseView{nullptr, part_.num_local(), layers_[0]->in_dim()}
                       : x_[l].view();
-    if (l > 0) {
+    // Overlap (docs/training.md "Overlap"): the exchange of the halo rows is posted, the layer
+    // computes what needs only owned rows while it is in flight, then the rest.
+    const bool split = l > 0 && overlap_layer(l, training);
+    Request rows;
+    if (split) {
+      rows = training ? policy_->start_forward(l, x) : policy_->start_forward_eval(l, epoch, x);
+    } else if (l > 0) {
       if (training) policy_->forward(l, x);
       else policy_->forward_eval(l, epoch, x);
     }
@@ -492,18 +503,33 @@ void Trainer::forward(std::int64_t epoch, bool training) {
     } else if (drop && l == 0) {
       draw_layer0_dropout(epoch);
       in = layer0_dropout_view();
-    } else if (drop) {
-      const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
-                       static_cast<std::uint64_t>(l)};
-      // In place after ReLU (dropout_in_place), else into the layer's dropout copy.
-      const DenseView out = dropout_in_place() ? x : xd_[l].view();
-      kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), input_dropout_, x, out);
-      in = out;
     }
+    // Dropout of layers >= 1: in place after ReLU (dropout_in_place), else into the layer's
+    // dropout copy; with overlap the owned rows now, the halo rows once they have arrived.
+    const DenseView dropped = dropout_in_place() || !drop || l == 0 ? x : xd_[l].view();
+    const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
+                     static_cast<std::uint64_t>(l)};
+    auto dropout_rows = [&](LocalId r0, LocalId r1) {
+      kernels::dropout_forward(*dev_, key, graph_.global_ids.data() + r0, input_dropout_,
+                               x.rows_range(r0, r1), dropped.rows_range(r0, r1));
+    };
+    if (drop && l > 0) in = dropped;
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;
     DenseView y = last ? logits_.view() : x_[l + 1].view().rows_range(0, n_own);
-    layers_[l]->forward(graph_, in, y, ctx);
+    if (split) {
+      const auto t_post = Clock::now();
+      if (drop) dropout_rows(0, n_own);
+      layers_[l]->forward_owned(graph_, in, y, ctx, [&rows] { rows.progress(); });
+      if (training) overlap_s_ += seconds_since(t_post);
+      rows.wait();
+      if (drop) dropout_rows(n_own, part_.num_local());
+      layers_[l]->forward_halo(graph_, in, y, ctx);
+      if (training) ++overlapped_;
+    } else {
+      if (drop && l > 0) dropout_rows(0, part_.num_local());
+      layers_[l]->forward(graph_, in, y, ctx);
+    }
     if (!last && !residual) activation_forward(*dev_, activation_, y);
     policy_->poll();
   }
@@ -536,14 +562,34 @@ void Trainer::backward(std::int64_t epoch) {
     // with the last layer's input gradient, whose last reader (layer L-2's backward) is done.
     if (l == 0 && drop && layer0_dropout_shared()) draw_layer0_dropout(epoch);
     // Layer 0's input gradient is not needed (features are constants): ask for none.
-    layers_[l]->backward(graph_, gy, l == 0 ? DenseView{} : gx);
-    if (l == 0) break;
-    if (drop) {
-      const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
-                       static_cast<std::uint64_t>(l)};
-      kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), input_dropout_, gx, gx);
+    if (l == 0) {
+      layers_[0]->backward(graph_, gy, DenseView{});
+      break;
     }
-    policy_->backward(l, gx);
+    const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
+                     static_cast<std::uint64_t>(l)};
+    auto dropout_rows = [&](LocalId r0, LocalId r1) {
+      if (!drop) return;
+      const DenseView g = gx.rows_range(r0, r1);
+      kernels::dropout_backward(*dev_, key, graph_.global_ids.data() + r0, input_dropout_, g, g);
+    };
+    if (overlap_layer(l, true)) {
+      // Overlap: the halo rows' gradients first, sent while the owned rows' are computed; the
+      // peers' gradients are added into the owned rows when those are final.
+      layers_[l]->backward_halo(graph_, gy, gx);
+      dropout_rows(n_own, part_.num_local());
+      Request grads = policy_->start_backward(l, gx);
+      const auto t_post = Clock::now();
+      layers_[l]->backward_owned(graph_, gy, gx, [&grads] { grads.progress(); });
+      dropout_rows(0, n_own);
+      overlap_s_ += seconds_since(t_post);
+      grads.wait();
+      ++overlapped_;
+    } else {
+      layers_[l]->backward(graph_, gy, gx);
+      dropout_rows(0, part_.num_local());
+      policy_->backward(l, gx);
+    }
     // Through the activation of layer l-1, whose output is the owned part of x_l.
     if (!residual)
       activation_backward(*dev_, activation_, x_[l].view().rows_range(0, n_own),
@@ -748,6 +794,8 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
   EpochMetrics m;
   m.epoch = epoch;
   exchange_->reset_timers();
+  overlap_s_ = 0;
+  overlapped_ = 0;
   allreduce_s_ = 0;
   allreduce_bytes_ = 0;
   traffic_.reset();
@@ -783,15 +831,19 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
     m.eval_bytes_sent = global_bytes(traffic_.total().total() + metric_bytes_);
   }
 
-  double t[4] = {step_s, step_s - comm_s - codec_s, comm_s, codec_s};
+  // Overlap, measured before the evaluation pass adds its own.
+  const double overlap_s = overlap_s_;
+  m.overlapped_exchanges = overlapped_;
+  double t[5] = {step_s, step_s - comm_s - codec_s, comm_s, codec_s, overlap_s};
   double tmax[2] = {step_s, static_cast<double>(dev_->peak_allocated_bytes())};
   transport_.all_reduce_max(tmax, 2);
-  transport_.all_reduce_sum(t, 4);
+  transport_.all_reduce_sum(t, 5);
   const double np = transport_.size();
   m.epoch_s = tmax[0];
   m.compute_s = t[1] / np;
   m.comm_s = t[2] / np;
   m.codec_s = t[3] / np;
+  m.overlap_s = t[4] / np;
   m.bytes_sent = global_bytes(train_bytes);
   m.device_peak_bytes = static_cast<std::uint64_t>(tmax[1]);
   m.synchronous = policy_->synchronous_epoch();

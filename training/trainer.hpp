@@ -149,6 +149,9 @@ class Trainer {
   void exchange_feature_rows();
   /// Fills feature_bytes_ (collective), once the layer-0 input has its final form.
   void finish_feature_bytes();
+  /// Whether layer l >= 1 runs split around its exchange (TrainConfig::overlap, a layer that
+  /// splits, and in training a policy whose exchanges split; Layer::splits()).
+  bool overlap_layer(int l, bool training) const;
   void forward(std::int64_t epoch, bool training);
   double loss_and_grad();
   void backward(std::int64_t epoch);
@@ -211,6 +214,10 @@ class Trainer {
   bool features_exchanged_ = false;
   std::uint64_t feature_exchange_bytes_ = 0;
   double allreduce_s_ = 0;
+  /// This epoch's training pass: seconds computed while an exchange was in flight, and the
+  /// exchanges (layer, direction) that ran split.
+  double overlap_s_ = 0;
+  int overlapped_ = 0;
   std::uint64_t allreduce_bytes_ = 0;
   std::uint64_t metric_bytes_ = 0;  ///< all-reduce volume of ROC AUC inputs since the last reset
   /// [0, K²): plain rows per exchange of link p -> q at p * K + q; [K², 2K²): rows sent.

@@ -68,7 +68,7 @@ ct_reference_run() {
 # the final summary (less its memory estimate, which counts the checkpoint buffers of a run that
 # writes them and the process's own memory as measured at start-up).
 ct_strip() {
-  sed -E 's/"(epoch_s|compute_s|comm_s|codec_s|total_s)":[^,]*,//g;
+  sed -E 's/"(epoch_s|compute_s|comm_s|codec_s|overlap_s|total_s)":[^,]*,//g;
           s/"peak_rss_bytes":\[[^]]*\],"peak_rss_over_estimate":[^,]*,//g;
           s/"(metrics|partition|device|checkpoint_dir|resume)":"[^"]*",?//g;
           s/"(checkpoint_every|keep_checkpoints)":[0-9]+,?//g;

@@ -125,7 +125,7 @@ TEST_F(KernelModes, SpmmBiasIsTheAggregationPlusTheBias) {
     const Matrix x = random_matrix(70, f, 14), b = random_matrix(1, f, 15);
     Matrix y(90, f);
     for (float& v : y.host()) v = std::numeric_limits<float>::quiet_NaN();
-    kernels::spmm_bias(cpu(), a.view(), x.view(), b.data(), y.view());
+    kernels::spmm_bias(cpu(), a.view(), x.view(), 0.0f, b.data(), y.view());
     std::vector<double> want(static_cast<std::size_t>(90 * f));
     for (std::int64_t i = 0; i < 90; ++i)
       for (std::int64_t j = 0; j < f; ++j) {
@@ -226,7 +226,7 @@ std::vector<float> run_all_kernels() {
       Matrix y = random_matrix(300, f, 34);
       kernels::spmm(cpu(), av, x.view(), 0.5f, y.view());
       keep(y);
-      kernels::spmm_bias(cpu(), av, x.view(), b.data(), y.view());
+      kernels::spmm_bias(cpu(), av, x.view(), 0.0f, b.data(), y.view());
       keep(y);
       Matrix yt = random_matrix(250, f, 35);
       kernels::spmm_transpose(cpu(), av, xt.view(), 0.5f, yt.view());
@@ -338,6 +338,55 @@ TEST_F(KernelModes, ResultsDoNotDependOnTheThreadCount) {
   for (const int t : {2, 3, 5}) {
     omp_set_num_threads(t);
     EXPECT_TRUE(same_bits(run(), one)) << t << " threads";
+  }
+}
+
+// The split aggregation (models/local_graph.hpp, OperatorForm::split): spmm over the first
+// columns of every row, then spmm_bias with beta = 1 over the rest, gives the bits of one
+// spmm_bias over the whole matrix, on every instruction set, in both numerics modes, for every
+// vector group and scalar tails, and for any thread count.
+TEST_F(KernelModes, ASplitAggregationGivesTheBitsOfTheWhole) {
+  const test::HostCsr h = random_csr(300, 250, 20, true, 40);
+  const std::int32_t split = 170;  // columns [0, 170) then [170, 250)
+  test::HostCsr lo, hi;
+  lo.rows = hi.rows = h.rows;
+  lo.cols = split;
+  hi.cols = h.cols - split;
+  lo.row_ptr = hi.row_ptr = {0};
+  for (std::int64_t i = 0; i < h.rows; ++i) {
+    // Columns ascending within a row, so the first part's entries come first.
+    for (std::int32_t k = h.row_ptr[i]; k < h.row_ptr[i + 1]; ++k) {
+      ASSERT_TRUE(k == h.row_ptr[i] || h.col[k - 1] < h.col[k]);
+      test::HostCsr& part = h.col[k] < split ? lo : hi;
+      part.col.push_back(h.col[k] < split ? h.col[k] : h.col[k] - split);
+      part.val.push_back(h.val[k]);
+    }
+    lo.row_ptr.push_back(static_cast<std::int32_t>(lo.col.size()));
+    hi.row_ptr.push_back(static_cast<std::int32_t>(hi.col.size()));
+  }
+  const CsrMatrix a = h.to_device(), a_lo = lo.to_device(), a_hi = hi.to_device();
+  for (const CpuNumerics numerics : {CpuNumerics::portable, CpuNumerics::fast}) {
+    kernels::set_cpu_numerics(numerics);
+    for (int isa = 0; isa <= static_cast<int>(kernels::detected_cpu_isa()); ++isa) {
+      kernels::set_cpu_isa_limit(static_cast<CpuIsa>(isa));
+      for (const int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        for (const std::int64_t f : {1, 3, 16, 37, 200}) {
+          const Matrix x = random_matrix(250, f, 41), b = random_matrix(1, f, 42);
+          const Matrix y0 = random_matrix(300, f, 43);
+          for (const float beta : {0.0f, 0.5f}) {
+            Matrix whole = y0.clone(), parts = y0.clone();
+            kernels::spmm_bias(cpu(), a.view(), x.view(), beta, b.data(), whole.view());
+            kernels::spmm(cpu(), a_lo.view(), x.view().rows_range(0, split), beta, parts.view());
+            kernels::spmm_bias(cpu(), a_hi.view(), x.view().rows_range(split, 250), 1.0f, b.data(),
+                               parts.view());
+            EXPECT_TRUE(same_bits(parts.to_host(), whole.to_host()))
+                << kernels::to_string(static_cast<CpuIsa>(isa)) << ", " << threads
+                << " threads, F = " << f << ", beta " << beta;
+          }
+        }
+      }
+    }
   }
 }
 

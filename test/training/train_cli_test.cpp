@@ -52,11 +52,13 @@ TEST(TrainCli, DumpedConfigReadsBackToTheSameConfig) {
   // GIN's options and the step schedule round-trip too.
   const TrainCli g = parse({"--partition", "p", "--model", "gin", "--gin-eps", "0.5", "--train-eps",
                             "--lr-schedule", "step", "--lr-step", "30", "--metric", "roc-auc",
-                            "--dump-config"});
+                            "--no-overlap", "--dump-config"});
   std::ofstream(dir.file("gin.json")) << dumped(g);
   const TrainCli g2 = parse({"--config", dir.file("gin.json"), "--dump-config"});
   EXPECT_EQ(dumped(g2), dumped(g));
   EXPECT_TRUE(g2.cfg.train_eps);
+  EXPECT_FALSE(g2.cfg.overlap);
+  EXPECT_TRUE(b.cfg.overlap);
   EXPECT_EQ(g2.cfg.metric, MetricKind::roc_auc);
   EXPECT_EQ(b.cfg.comm_timeout_s, 7.5);
   EXPECT_EQ(b.cfg.memory_budget_gib, 12.0);
@@ -135,6 +137,9 @@ TEST(TrainCli, OptionsTheRunWouldIgnoreAreRefused) {
   refused({"--partition", "p", "--exchange", "refresh", "--refresh-fraction", "1.5"},
           "--refresh-fraction");
   refused({"--partition", "p", "--exchange", "refresh", "--refresh-by", "age"}, "--refresh-by");
+  refused({"--partition", "p", "--exchange", "pipelined", "--no-overlap"}, "--exchange sync");
+  refused({"--partition", "p", "--model", "gat", "--no-overlap"}, "never overlap");
+  refused({"--partition", "p", "--architecture", "residual", "--no-overlap"}, "never overlap");
   refused({"--partition", "p", "--bogus", "1"}, "bogus");
   refused({"--model", "gcn"}, "--partition");
   refused({"--partition", "p", "--model", "gcn", "--attention-dropout", "0.5"}, "--attention-dropout");

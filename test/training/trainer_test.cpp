@@ -59,7 +59,8 @@ TEST_F(TrainerTest, EpochMetricsCarryTheReportedFields) {
   Trainer tr(cfg, testing::partition_of(ds, 1, 0), *t, cpu_device());
   const Json j = tr.run_epoch(0, true).to_json();
   for (const char* k : {"epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_s", "compute_s",
-                        "comm_s", "codec_s", "bytes_sent", "traffic", "synchronous", "max_staleness",
+                        "comm_s", "codec_s", "overlap_s", "overlapped_exchanges", "bytes_sent", "traffic",
+                        "synchronous", "max_staleness",
                         "halo_age"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_TRUE(j.at("val_acc").is_number());

@@ -109,8 +109,8 @@ void linear_grad(ConstDenseView x, ConstDenseView gy, DenseView gw, float* gb) {
   if (gb) column_sum(gy, 1.0f, gb);
 }
 
-void spmm_bias(CsrView a, ConstDenseView x, const float* bias, DenseView y) {
-  spmm(a, x, 0.0f, y);
+void spmm_bias(CsrView a, ConstDenseView x, float beta, const float* bias, DenseView y) {
+  spmm(a, x, beta, y);
   if (bias && y.rows > 0) add_row_vector(bias, y);
 }
 

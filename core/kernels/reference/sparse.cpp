@@ -144,11 +144,11 @@ void spmm(CsrView a, ConstDenseView x, float beta, DenseView y) {
   detail::run_spmm(SpmmArgs{a, x.data, x.cols, beta, nullptr, y.data, y.cols}, x.cols);
 }
 
-void spmm_bias(CsrView a, ConstDenseView x, const float* bias, DenseView y) {
+void spmm_bias(CsrView a, ConstDenseView x, float beta, const float* bias, DenseView y) {
   GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
              "spmm_bias: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x",
              x.cols, ", y ", y.rows, "x", y.cols, ")");
-  detail::run_spmm(SpmmArgs{a, x.data, x.cols, 0.0f, bias, y.data, y.cols}, x.cols);
+  detail::run_spmm(SpmmArgs{a, x.data, x.cols, beta, bias, y.data, y.cols}, x.cols);
 }
 
 void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {

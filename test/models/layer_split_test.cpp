@@ -1,0 +1,121 @@
+// The halves a layer splits into around the halo exchange (Layer::splits, docs/training.md
+// "Overlap"): forward_owned must not read a halo row (they are in flight: here they hold NaN
+// until forward_halo), backward_halo must leave the halo rows of gx final (they are sent at once:
+// here they are checked before backward_owned runs), backward_owned must write every owned row,
+// and the halves together give the whole forward's and backward's bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "models/layer.hpp"
+#include "models/local_graph.hpp"
+#include "test/kernels/kernel_test_util.hpp"
+#include "test/models/model_test_util.hpp"
+
+namespace halognn {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+/// Bit-for-bit equality of two float arrays (NaN included).
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    std::uint32_t a = 0, b = 0;
+    std::memcpy(&a, &got[i], sizeof a);
+    std::memcpy(&b, &want[i], sizeof b);
+    ASSERT_EQ(a, b) << what << ": element " << i << " is " << got[i] << ", expected " << want[i];
+  }
+}
+
+void fill_rows(Matrix& m, std::int64_t r0, std::int64_t r1, float v) {
+  for (std::int64_t i = r0; i < r1; ++i)
+    for (std::int64_t j = 0; j < m.cols(); ++j) m(i, j) = v;
+}
+
+LayerConfig config(ModelKind kind, std::int64_t in, std::int64_t out) {
+  LayerConfig c;
+  c.kind = kind;
+  c.in_dim = in;
+  c.out_dim = out;
+  if (kind == ModelKind::gin) {
+    c.eps = 0.3f;
+    c.train_eps = true;
+  }
+  return c;
+}
+
+class SplitLayer : public ::testing::TestWithParam<LayerConfig> {};
+
+TEST_P(SplitLayer, HalvesReadOnlyTheirRowsAndGiveTheWholeBits) {
+  const LayerConfig cfg = GetParam();
+  const test::SmallGraph graph = test::random_graph(60, 0.1, 5, /*isolated=*/9);
+  std::vector<GlobalId> owned;
+  for (GlobalId v = 0; v < 60; v += 3) owned.push_back(v);
+  const LocalGraph g = LocalGraph::build(test::make_partition(graph, owned), cpu_device());
+  ASSERT_GT(g.num_halo, 0);
+  const std::int64_t own = g.num_owned, local = g.num_local();
+
+  auto whole = make_layer(cfg, 7, 1), split = make_layer(cfg, 7, 1);
+  ASSERT_TRUE(split->splits());
+  whole->prepare(g);
+  split->prepare(g);
+  const Matrix x = test::random_matrix(local, cfg.in_dim, 21);
+  const Matrix gy = test::random_matrix(own, whole->out_dim(), 22);
+
+  Matrix y_whole(own, whole->out_dim()), gx_whole(local, cfg.in_dim);
+  whole->forward(g, x.view(), y_whole.view(), ForwardContext{});
+  whole->backward(g, gy.view(), gx_whole.view());
+
+  // Forward: the halo rows are NaN while forward_owned runs.
+  Matrix xs = x.clone(cpu_device());
+  fill_rows(xs, own, local, kNaN);
+  Matrix y(own, split->out_dim());
+  fill_rows(y, 0, own, kNaN);
+  int progress_calls = 0;
+  split->forward_owned(g, xs.view(), y.view(), ForwardContext{}, [&] { ++progress_calls; });
+  for (std::int64_t i = own; i < local; ++i)
+    for (std::int64_t j = 0; j < x.cols(); ++j) xs(i, j) = x(i, j);
+  split->forward_halo(g, xs.view(), y.view(), ForwardContext{});
+  expect_same_bits(y.to_host(), y_whole.to_host(), "y");
+
+  // Backward: the halo rows of gx are final after backward_halo; backward_owned writes every
+  // owned row (NaN before).
+  Matrix gx(local, cfg.in_dim);
+  fill_rows(gx, 0, local, kNaN);
+  split->backward_halo(g, gy.view(), gx.view());
+  const std::vector<float> got = gx.to_host(), want = gx_whole.to_host();
+  expect_same_bits(std::vector<float>(got.begin() + own * cfg.in_dim, got.end()),
+                   std::vector<float>(want.begin() + own * cfg.in_dim, want.end()),
+                   "gx's halo rows after backward_halo");
+  split->backward_owned(g, gy.view(), gx.view(), [&] { ++progress_calls; });
+  expect_same_bits(gx.to_host(), want, "gx");
+  const auto pw = whole->parameters(), ps = split->parameters();
+  ASSERT_EQ(pw.size(), ps.size());
+  for (std::size_t p = 0; p < pw.size(); ++p)
+    expect_same_bits(ps[p]->grad.to_host(), pw[p]->grad.to_host(), pw[p]->name.c_str());
+  EXPECT_GT(progress_calls, 0) << "the halves progress the exchange in flight";
+}
+
+// Each model with in <= out (aggregate first) and in > out (transform first).
+INSTANTIATE_TEST_SUITE_P(Layers, SplitLayer,
+                         ::testing::Values(config(ModelKind::gcn, 5, 8), config(ModelKind::gcn, 8, 3),
+                                           config(ModelKind::sage, 5, 8),
+                                           config(ModelKind::sage, 8, 3),
+                                           config(ModelKind::gin, 5, 8),
+                                           config(ModelKind::gin, 8, 3)));
+
+TEST(SplitLayer, GatAndResidualBlocksDoNotSplit) {
+  EXPECT_FALSE(make_layer(config(ModelKind::gat, 4, 4), 1, 1)->splits());
+  LayerConfig r = config(ModelKind::gcn, 4, 4);
+  r.residual = true;
+  r.hidden = 4;
+  EXPECT_FALSE(make_layer(r, 1, 1)->splits());
+}
+
+}  // namespace
+}  // namespace halognn
