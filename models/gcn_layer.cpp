@@ -8,10 +8,11 @@
 namespace halognn::detail {
 namespace {
 
-class GcnLayer final : public Layer {
+class GcnLayer final : public SplitLayer {
  public:
   GcnLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
-      : cfg_(cfg),
+      : SplitLayer("gcn"),
+        cfg_(cfg),
         weight_(make_parameter("layer" + std::to_string(layer) + ".weight", cfg.in_dim, cfg.out_dim,
                                cfg.in_dim, cfg.out_dim, seed, layer, 0, false)),
         bias_(make_parameter("layer" + std::to_string(layer) + ".bias", 1, cfg.out_dim, 0, 0, seed,
@@ -35,28 +36,13 @@ class GcnLayer final : public Layer {
     op_ = gcn_operator(g);
   }
 
-  void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
-
-  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
-               const ForwardContext& ctx) override {
-    check_forward_shapes("gcn", g, x, y, cfg_.in_dim, cfg_.out_dim);
-    GNN_ASSERT(dev_, "gcn: forward before prepare");
-    // A sparse input always transforms first: Â x would be a dense in_dim-wide matrix.
-    used_sparse_ = sparse_x_.has_value();
-    if (!used_sparse_) {
-      forward_owned(g, x, y, ctx, {});
-      forward_halo(g, x, y, ctx);
-      return;
-    }
-    check_sparse_input("gcn", g, *sparse_x_, cfg_.in_dim);
+  void forward_sparse(const LocalGraph& g, const SparseInput& x, DenseView y) override {
     // y = Â (x W) + b, the bias added as the aggregation is stored.
     Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-    x_csr_ = *sparse_x_;
+    x_csr_ = x;
     input_matmul(*dev_, x_csr_, weight_.value.view(), t.view());
     aggregate(*dev_, *op_, t.view(), 0.0f, bias(), y);
   }
-
-  bool splits() const override { return true; }
 
   void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&,
                      const std::function<void()>& progress) override {
@@ -92,13 +78,7 @@ class GcnLayer final : public Layer {
     }
   }
 
-  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
-    check_backward_shapes("gcn", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
-    if (gx.data != nullptr && !used_sparse_) {
-      backward_halo(g, gy, gx);
-      backward_owned(g, gy, gx, {});
-      return;
-    }
+  void backward_whole(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     const Device& dev = *dev_;
     if (aggregate_first_ && !used_sparse_) {  // no input gradient: the parameter gradients only
       kernels::linear_grad(dev, saved_h_.view(), gy, weight_.grad.view(), bias_grad());
@@ -159,10 +139,7 @@ class GcnLayer final : public Layer {
   LayerConfig cfg_;
   Parameter weight_, bias_;
   bool aggregate_first_;
-  DevicePtr dev_;
   std::shared_ptr<const GraphOperator> op_;  ///< shared by the model's layers
-  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
-  bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x (transform first)
   SparseInput x_csr_;                  ///< the last forward's sparse x
   Matrix saved_h_;                   ///< Â x (aggregate first)

@@ -12,10 +12,11 @@
 namespace halognn::detail {
 namespace {
 
-class GinLayer final : public Layer {
+class GinLayer final : public SplitLayer {
  public:
   GinLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
-      : cfg_(cfg),
+      : SplitLayer("gin"),
+        cfg_(cfg),
         mlp_(cfg.mlp_hidden > 0 ? cfg.mlp_hidden : cfg.out_dim),
         weight1_(make_parameter(name(layer, "mlp1.weight"), cfg.in_dim, mlp_, cfg.in_dim, mlp_,
                                 seed, layer, 0, false)),
@@ -50,31 +51,16 @@ class GinLayer final : public Layer {
     op_ = shared_graph_operator(g, "sum: A", OperatorForm::split, /*self_loops=*/false, nullptr);
   }
 
-  void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
-
-  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
-               const ForwardContext& ctx) override {
-    check_forward_shapes("gin", g, x, y, cfg_.in_dim, cfg_.out_dim);
-    GNN_ASSERT(dev_, "gin: forward before prepare");
-    used_sparse_ = sparse_x_.has_value();
-    if (!used_sparse_) {
-      forward_owned(g, x, y, ctx, {});
-      forward_halo(g, x, y, ctx);
-      return;
-    }
+  void forward_sparse(const LocalGraph& g, const SparseInput& x, DenseView y) override {
     // A sparse input always transforms first: h would be a dense in_dim-wide matrix.
-    check_sparse_input("gin", g, *sparse_x_, cfg_.in_dim);
-    const Device& dev = *dev_;
     self_weight_ = 1.0f + current_eps();
     Matrix& t = ensure(saved_t_, g.num_local(), mlp_, dev_);
-    x_csr_ = *sparse_x_;
-    input_matmul(dev, x_csr_, weight1_.value.view(), t.view());
+    x_csr_ = x;
+    input_matmul(*dev_, x_csr_, weight1_.value.view(), t.view());
     Matrix& p = ensure(pre_, g.num_owned, mlp_, dev_);
-    aggregate(dev, *op_, t.view(), 0.0f, nullptr, p.view());
+    aggregate(*dev_, *op_, t.view(), 0.0f, nullptr, p.view());
     finish_forward(g, y);
   }
-
-  bool splits() const override { return true; }
 
   void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView, const ForwardContext&,
                      const std::function<void()>& progress) override {
@@ -116,13 +102,7 @@ class GinLayer final : public Layer {
     finish_forward(g, y);
   }
 
-  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
-    check_backward_shapes("gin", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
-    if (gx.data != nullptr && !used_sparse_) {
-      backward_halo(g, gy, gx);
-      backward_owned(g, gy, gx, {});
-      return;
-    }
+  void backward_whole(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     const Device& dev = *dev_;
     mlp_backward(g, gy);
     mlp_grads(gy);
@@ -255,10 +235,7 @@ class GinLayer final : public Layer {
   std::int64_t mlp_;  ///< MLP hidden width
   Parameter weight1_, bias1_, weight2_, bias2_, eps_;
   bool aggregate_first_;
-  DevicePtr dev_;
   std::shared_ptr<const GraphOperator> op_;  ///< the adjacency, structure only; shared by the layers
-  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
-  bool used_sparse_ = false;         ///< the last forward read sparse_x_
   float self_weight_ = 1.0f;         ///< 1 + eps of the last forward
   ConstDenseView x_;                 ///< the last forward's dense x
   SparseInput x_csr_;                  ///< the last forward's sparse x

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/kernels/kernels.hpp"
@@ -158,6 +159,55 @@ inline void aggregate_transpose(const Device& dev, const GraphOperator& op, Cons
 inline void progress_exchange(const std::function<void()>& progress) {
   if (progress) progress();
 }
+
+/// A layer that splits around the halo exchange (GCN, SAGE, GIN; Layer::splits): forward and
+/// backward with a dense input run its halves in sequence, so a split run and a whole one compute
+/// the same bits by construction. A sparse input (layer 0, never exchanged) goes to
+/// forward_sparse, and a backward that does not split (a sparse input, or no input gradient
+/// wanted) to backward_whole.
+class SplitLayer : public Layer {
+ public:
+  bool splits() const final { return true; }
+  void set_sparse_input(std::optional<SparseInput> x) final { sparse_x_ = x; }
+
+  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
+               const ForwardContext& ctx) final {
+    check_forward_shapes(name_, g, x, y, in_dim(), out_dim());
+    GNN_ASSERT(dev_, name_, ": forward before prepare");
+    used_sparse_ = sparse_x_.has_value();
+    if (!used_sparse_) {
+      forward_owned(g, x, y, ctx, {});
+      forward_halo(g, x, y, ctx);
+      return;
+    }
+    check_sparse_input(name_, g, *sparse_x_, in_dim());
+    forward_sparse(g, *sparse_x_, y);
+  }
+
+  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) final {
+    check_backward_shapes(name_, g, gy, gx, in_dim(), out_dim());
+    if (gx.data != nullptr && !used_sparse_) {
+      backward_halo(g, gy, gx);
+      backward_owned(g, gy, gx, {});
+      return;
+    }
+    backward_whole(g, gy, gx);
+  }
+
+ protected:
+  explicit SplitLayer(const char* name) : name_(name) {}
+  /// Forward with the sparse input x (all local rows), which always transforms first.
+  virtual void forward_sparse(const LocalGraph& g, const SparseInput& x, DenseView y) = 0;
+  /// Backward in one piece: after a sparse forward (gx may be wanted), or without gx.
+  virtual void backward_whole(const LocalGraph& g, ConstDenseView gy, DenseView gx) = 0;
+
+  DevicePtr dev_;
+  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
+  bool used_sparse_ = false;             ///< the last forward read sparse_x_
+
+ private:
+  const char* name_;
+};
 
 /// GCN's normalised operator Â = D̃^-1/2 (A + I) D̃^-1/2 over global degrees, one copy per graph
 /// (shared_graph_operator): GCN layers and GCN residual blocks aggregate with it.

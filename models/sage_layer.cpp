@@ -8,10 +8,11 @@
 namespace halognn::detail {
 namespace {
 
-class SageLayer final : public Layer {
+class SageLayer final : public SplitLayer {
  public:
   SageLayer(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
-      : cfg_(cfg),
+      : SplitLayer("sage"),
+        cfg_(cfg),
         weight_self_(make_parameter("layer" + std::to_string(layer) + ".weight_self", cfg.in_dim,
                                     cfg.out_dim, cfg.in_dim, cfg.out_dim, seed, layer, 0, false)),
         weight_neigh_(make_parameter("layer" + std::to_string(layer) + ".weight_neigh", cfg.in_dim,
@@ -35,31 +36,16 @@ class SageLayer final : public Layer {
     op_ = mean_operator(g);
   }
 
-  void set_sparse_input(std::optional<SparseInput> x_csr) override { sparse_x_ = x_csr; }
-
-  void forward(const LocalGraph& g, ConstDenseView x, DenseView y,
-               const ForwardContext& ctx) override {
-    check_forward_shapes("sage", g, x, y, cfg_.in_dim, cfg_.out_dim);
-    GNN_ASSERT(dev_, "sage: forward before prepare");
-    // A sparse input always transforms first: the neighbour mean of x would be dense, in_dim wide.
-    used_sparse_ = sparse_x_.has_value();
-    if (!used_sparse_) {
-      forward_owned(g, x, y, ctx, {});
-      forward_halo(g, x, y, ctx);
-      return;
-    }
+  void forward_sparse(const LocalGraph& g, const SparseInput& x, DenseView y) override {
     // y = x_own W_self + b, then y += A (x W_neigh).
     const Device& dev = *dev_;
-    check_sparse_input("sage", g, *sparse_x_, cfg_.in_dim);
-    x_csr_ = *sparse_x_;
+    x_csr_ = x;
     Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
     input_matmul(dev, x_csr_, weight_neigh_.value.view(), t.view());
     x_own_csr_ = input_top_rows(dev, x_csr_, g.num_owned);
     input_matmul_bias(dev, x_own_csr_, weight_self_.value.view(), bias(), y);
     aggregate(dev, *op_, t.view(), 1.0f, nullptr, y);
   }
-
-  bool splits() const override { return true; }
 
   void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&,
                      const std::function<void()>& progress) override {
@@ -68,9 +54,13 @@ class SageLayer final : public Layer {
     x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
     const ConstDenseView x_own = x.rows_range(0, g.num_owned);
     if (aggregate_first_) {
-      // y = x_own W_self + h W_neigh + b (h = mean of neighbours): h's owned columns now.
+      // y = x_own W_self + b + h W_neigh (h = mean of neighbours): h's owned columns and the
+      // self term now. (The GEMM's first depth block folds in beta * y, later ones add to it:
+      // the self term then h W_neigh gives the bits of the two products in one linear.)
       Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);
       aggregate_owned(dev, *op_, x_own, 0.0f, h.view());
+      progress_exchange(progress);
+      kernels::linear(dev, x_own, weight_self_.value.view(), {}, {}, bias(), y);
     } else {
       // y = x_own W_self + b, then y += A (x W_neigh): the owned rows' part now.
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
@@ -88,8 +78,7 @@ class SageLayer final : public Layer {
     const Device& dev = *dev_;
     if (aggregate_first_) {
       aggregate_halo(dev, *op_, x, nullptr, saved_h_.view());
-      kernels::linear(dev, x.rows_range(0, g.num_owned), weight_self_.value.view(),
-                      saved_h_.view(), weight_neigh_.value.view(), bias(), y);
+      kernels::gemm(dev, false, false, 1.0f, saved_h_.view(), weight_neigh_.value.view(), 1.0f, y);
     } else {
       const DenseView t_halo = scratch_.view().rows_range(g.num_owned, g.num_local());
       kernels::linear(dev, x.rows_range(g.num_owned, g.num_local()), weight_neigh_.value.view(), {},
@@ -98,13 +87,7 @@ class SageLayer final : public Layer {
     }
   }
 
-  void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
-    check_backward_shapes("sage", g, gy, gx, cfg_.in_dim, cfg_.out_dim);
-    if (gx.data != nullptr && !used_sparse_) {
-      backward_halo(g, gy, gx);
-      backward_owned(g, gy, gx, {});
-      return;
-    }
+  void backward_whole(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     const Device& dev = *dev_;
     self_grads(dev, g, gy);
     if (aggregate_first_ && !used_sparse_) {  // no input gradient: the parameter gradients only
@@ -178,10 +161,7 @@ class SageLayer final : public Layer {
   LayerConfig cfg_;
   Parameter weight_self_, weight_neigh_, bias_;
   bool aggregate_first_;
-  DevicePtr dev_;
   std::shared_ptr<const GraphOperator> op_;  ///< shared by the model's layers
-  std::optional<SparseInput> sparse_x_;  ///< set_sparse_input
-  bool used_sparse_ = false;         ///< the last forward read sparse_x_
   ConstDenseView x_;                 ///< the last forward's dense x
   SparseInput x_csr_;                  ///< the last forward's sparse x
   SparseInput x_own_csr_;              ///< its owned rows
