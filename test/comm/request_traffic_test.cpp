@@ -64,6 +64,27 @@ TEST(Request, TestPollsUntilCompleteAndThenCompletesOnce) {
   EXPECT_EQ(completions, 1);
 }
 
+// progress() moves the operation on but leaves the completion step to wait() (the overlapped
+// backward: the step adds into gradient rows still being computed), and a failure it meets
+// propagates like test()'s.
+TEST(Request, ProgressAdvancesWithoutCompleting) {
+  int completions = 0, waits = 0;
+  Request r(std::make_unique<CountdownOperation>(2, &waits), [&] { ++completions; });
+  EXPECT_FALSE(r.progress());
+  EXPECT_TRUE(r.progress());  // the operation is done ...
+  EXPECT_TRUE(r.progress());
+  EXPECT_TRUE(r.pending());   // ... but the request is not
+  EXPECT_EQ(completions, 0);
+  r.wait();
+  EXPECT_EQ(completions, 1);
+  EXPECT_FALSE(r.pending());
+  EXPECT_TRUE(r.progress());
+  EXPECT_TRUE(Request().progress());
+  Request failing(std::make_unique<FailingOperation>());
+  EXPECT_THROW(failing.progress(), Error);
+  EXPECT_FALSE(failing.pending());
+}
+
 TEST(Request, MovedFromRequestIsNotPending) {
   int completions = 0;
   Request a(std::make_unique<CountdownOperation>(1), [&] { ++completions; });
