@@ -831,10 +831,8 @@ EpochMetrics Trainer::run_epoch(std::int64_t epoch, bool evaluate_now) {
     m.eval_bytes_sent = global_bytes(traffic_.total().total() + metric_bytes_);
   }
 
-  // Overlap, measured before the evaluation pass adds its own.
-  const double overlap_s = overlap_s_;
   m.overlapped_exchanges = overlapped_;
-  double t[5] = {step_s, step_s - comm_s - codec_s, comm_s, codec_s, overlap_s};
+  double t[5] = {step_s, step_s - comm_s - codec_s, comm_s, codec_s, overlap_s_};
   double tmax[2] = {step_s, static_cast<double>(dev_->peak_allocated_bytes())};
   transport_.all_reduce_max(tmax, 2);
   transport_.all_reduce_sum(t, 5);
