@@ -81,18 +81,7 @@ bool Request::progress() {
 
 bool Request::test() {
   if (!pending_) return true;
-  if (op_) {
-    bool done = false;
-    try {
-      done = op_->test();
-    } catch (...) {
-      pending_ = false;
-      completion_ = nullptr;
-      op_.reset();
-      throw;
-    }
-    if (!done) return false;
-  }
+  if (!progress()) return false;
   finish();
   return true;
 }

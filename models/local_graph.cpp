@@ -71,15 +71,15 @@ LocalGraph LocalGraph::build(const LocalPartition& part, DevicePtr dev) {
 namespace {
 
 /// The host arrays of one CSR matrix.
-struct HostCsr {
+struct HostArrays {
   std::vector<std::int32_t> ptr{0};
   std::vector<LocalId> col;
   std::vector<float> val;
 };
 
 /// Entries of `m` whose column is in [c0, c1), columns shifted down by c0 (rows and their order kept).
-HostCsr column_range(const HostCsr& m, LocalId c0, LocalId c1) {
-  HostCsr r;
+HostArrays column_range(const HostArrays& m, LocalId c0, LocalId c1) {
+  HostArrays r;
   r.ptr.reserve(m.ptr.size());
   for (std::size_t v = 0; v + 1 < m.ptr.size(); ++v) {
     for (std::int32_t k = m.ptr[v]; k < m.ptr[v + 1]; ++k) {
@@ -93,8 +93,8 @@ HostCsr column_range(const HostCsr& m, LocalId c0, LocalId c1) {
 }
 
 /// The transpose (cols x rows) of `m`; returns the entry map transposed -> original in `t_to_a`.
-HostCsr transposed(const HostCsr& m, std::int64_t cols, std::vector<std::int32_t>* t_to_a) {
-  HostCsr t;
+HostArrays transposed(const HostArrays& m, std::int64_t cols, std::vector<std::int32_t>* t_to_a) {
+  HostArrays t;
   const auto rows = static_cast<std::int64_t>(m.ptr.size()) - 1;
   std::vector<std::int32_t> map = transpose_host(rows, cols, m.ptr, m.col, t.ptr, t.col);
   if (!m.val.empty()) {
@@ -105,7 +105,7 @@ HostCsr transposed(const HostCsr& m, std::int64_t cols, std::vector<std::int32_t
   return t;
 }
 
-CsrMatrix on_device(const HostCsr& m, std::int64_t cols, const DevicePtr& dev) {
+CsrMatrix on_device(const HostArrays& m, std::int64_t cols, const DevicePtr& dev) {
   return CsrMatrix(static_cast<std::int64_t>(m.ptr.size()) - 1, cols, m.ptr, m.col, m.val, dev);
 }
 
@@ -116,7 +116,7 @@ GraphOperator build_graph_operator(const LocalGraph& g, OperatorForm form, bool 
   const std::vector<std::int32_t> row_ptr = g.adj.row_ptr().to_host();
   const std::vector<LocalId> col = g.adj.col().to_host();
   const std::int64_t rows = g.num_owned, cols = g.num_local();
-  HostCsr a;
+  HostArrays a;
   a.ptr.reserve(static_cast<std::size_t>(rows) + 1);
   a.col.reserve(col.size() + (self_loops ? static_cast<std::size_t>(rows) : 0));
   for (LocalId v = 0; v < rows; ++v) {
@@ -140,14 +140,14 @@ GraphOperator build_graph_operator(const LocalGraph& g, OperatorForm form, bool 
   op.form = form;
   if (form == OperatorForm::whole) {
     std::vector<std::int32_t> t_to_a;
-    const HostCsr t = transposed(a, cols, &t_to_a);
+    const HostArrays t = transposed(a, cols, &t_to_a);
     op.a = on_device(a, cols, g.dev);
     op.a_t = on_device(t, rows, g.dev);
     op.t_to_a = Buffer<std::int32_t>::from_host(t_to_a, g.dev);
     return op;
   }
   const auto own = static_cast<LocalId>(rows), local = static_cast<LocalId>(cols);
-  const HostCsr a_owned = column_range(a, 0, own), a_halo = column_range(a, own, local);
+  const HostArrays a_owned = column_range(a, 0, own), a_halo = column_range(a, own, local);
   a = {};  // only its two column ranges are kept
   op.a_owned = on_device(a_owned, own, g.dev);
   op.a_halo = on_device(a_halo, g.num_halo, g.dev);
