@@ -108,35 +108,35 @@ void ExchangePolicy::begin_epoch(std::int64_t epoch) {
   ages_.reset(num_layers_);
 }
 
-void ExchangePolicy::forward_eval(int layer, std::int64_t epoch, DenseView x) {
+void ExchangePolicy::forward_eval(int layer, std::int64_t epoch, LocalRows x) {
   start_forward_eval(layer, epoch, x).wait();
 }
 
-Request ExchangePolicy::start_forward(int, DenseView) {
+Request ExchangePolicy::start_forward(int, LocalRows) {
   throw Error(std::string(name()) + " policy: its exchanges do not split (overlaps() is false)");
 }
 
-Request ExchangePolicy::start_backward(int, DenseView) {
+Request ExchangePolicy::start_backward(int, LocalRows) {
   throw Error(std::string(name()) + " policy: its exchanges do not split (overlaps() is false)");
 }
 
-Request ExchangePolicy::start_forward_eval(int layer, std::int64_t epoch, DenseView x) {
-  return ex_.start_forward(layer, epoch, seed_, owned(x), halo(x));
+Request ExchangePolicy::start_forward_eval(int layer, std::int64_t epoch, LocalRows x) {
+  return ex_.start_forward(layer, epoch, seed_, x.owned, x.halo);
 }
 
-Request ExchangePolicy::start_rows_now(int layer, DenseView x) {
-  ages_.add(layer, Direction::forward, 0, x.rows - num_owned_);
-  return ex_.start_forward(layer, epoch_, seed_, owned(x), halo(x));
+Request ExchangePolicy::start_rows_now(int layer, LocalRows x) {
+  ages_.add(layer, Direction::forward, 0, x.halo.rows);
+  return ex_.start_forward(layer, epoch_, seed_, x.owned, x.halo);
 }
 
-Request ExchangePolicy::start_gradients_now(int layer, DenseView gx) {
+Request ExchangePolicy::start_gradients_now(int layer, LocalRows gx) {
   ages_.add(layer, Direction::backward, 0, ex_.receiving_side(Direction::backward).total());
-  return ex_.start_backward(layer, epoch_, seed_, halo(gx), owned(gx));
+  return ex_.start_backward(layer, epoch_, seed_, gx.halo, gx.owned);
 }
 
-void ExchangePolicy::exchange_rows_now(int layer, DenseView x) { start_rows_now(layer, x).wait(); }
+void ExchangePolicy::exchange_rows_now(int layer, LocalRows x) { start_rows_now(layer, x).wait(); }
 
-void ExchangePolicy::exchange_gradients_now(int layer, DenseView gx) {
+void ExchangePolicy::exchange_gradients_now(int layer, LocalRows gx) {
   start_gradients_now(layer, gx).wait();
 }
 

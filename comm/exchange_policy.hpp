@@ -79,15 +79,16 @@ class ExchangePolicy {
   /// Whether this training epoch uses only this epoch's rows and gradients (by schedule).
   virtual bool synchronous_epoch() const = 0;
 
-  /// Training forward of layer l >= 1: the owned rows of x (num_local x F) are final; fills its
-  /// halo rows.
-  virtual void forward(int layer, DenseView x) = 0;
-  /// Training backward of layer l >= 1: gx (num_local x F) holds dL/dx for owned and halo rows.
+  /// Training forward of layer l >= 1: the owned rows of x (F wide) are final; fills its halo
+  /// rows. A policy reads and writes x's rows during its calls only: the trainer may hand the same
+  /// halo rows to another layer once this layer is done with them (docs/training.md "Halo rows shared by layers").
+  virtual void forward(int layer, LocalRows x) = 0;
+  /// Training backward of layer l >= 1: gx holds dL/dx for owned and halo rows.
   /// Sends the halo part to its owners and adds into the owned part what the policy has for it.
-  virtual void backward(int layer, DenseView gx) = 0;
+  virtual void backward(int layer, LocalRows gx) = 0;
   /// Evaluation forward of layer l >= 1 with the current weights: an exact synchronous exchange
   /// that leaves the training state (stale rows, requests in flight) alone.
-  void forward_eval(int layer, std::int64_t epoch, DenseView x);
+  void forward_eval(int layer, std::int64_t epoch, LocalRows x);
   /// Overlap (docs/training.md "Overlap"): whether this policy's training exchanges can be split
   /// by start_forward / start_backward, so that the caller computes while they are in flight.
   /// The synchronous policy's can; the others hand out rows they already hold (pipelined,
@@ -97,15 +98,15 @@ class ExchangePolicy {
   /// returns; the request's wait() fills them. In between the caller may read and overwrite x's
   /// owned rows (the sends were packed from them during this call), and must not touch the halo
   /// rows.
-  virtual Request start_forward(int layer, DenseView x);
+  virtual Request start_forward(int layer, LocalRows x);
   /// backward(layer, gx) in two halves (overlaps() only): sends gx's halo rows (read during this
   /// call only) and returns; the request's wait() adds the peers' gradients into gx's owned rows,
   /// which the caller must have finished computing by then (Request::progress() may be called in
   /// between, Request::test() may not).
-  virtual Request start_backward(int layer, DenseView gx);
+  virtual Request start_backward(int layer, LocalRows gx);
   /// forward_eval in two halves, as start_forward (every policy: the evaluation exchange is exact
   /// and synchronous).
-  Request start_forward_eval(int layer, std::int64_t epoch, DenseView x);
+  Request start_forward_eval(int layer, std::int64_t epoch, LocalRows x);
   /// Progresses exchanges in flight (called between kernels).
   virtual void poll() {}
   /// Completes, and drops, everything in flight (end of training, before destruction).
@@ -136,13 +137,11 @@ class ExchangePolicy {
   ExchangePolicy(HaloExchange& ex, LocalId num_owned, int num_layers, std::uint64_t seed);
   /// The synchronous exchanges of this epoch: x's halo rows from its owned rows; gx's owned rows
   /// += the halo gradients of the peers.
-  void exchange_rows_now(int layer, DenseView x);
-  void exchange_gradients_now(int layer, DenseView gx);
+  void exchange_rows_now(int layer, LocalRows x);
+  void exchange_gradients_now(int layer, LocalRows gx);
   /// The same, started (start_forward / start_backward's contracts).
-  Request start_rows_now(int layer, DenseView x);
-  Request start_gradients_now(int layer, DenseView gx);
-  DenseView owned(DenseView m) const { return m.rows_range(0, num_owned_); }
-  DenseView halo(DenseView m) const { return m.rows_range(num_owned_, m.rows); }
+  Request start_rows_now(int layer, LocalRows x);
+  Request start_gradients_now(int layer, LocalRows gx);
 
   HaloExchange& ex_;
   LocalId num_owned_;

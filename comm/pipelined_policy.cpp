@@ -50,14 +50,14 @@ void PipelinedPolicy::drain(int layer) {
   if (s.grad_arriving.size() > 0) s.grad_arriving.zero();
 }
 
-void PipelinedPolicy::forward(int layer, DenseView x) {
+void PipelinedPolicy::forward(int layer, LocalRows x) {
   Layer& s = layers_[static_cast<std::size_t>(layer)];
   const Device& dev = s.used.device();
-  const DenseView halo_rows = halo(x);
+  const DenseView halo_rows = x.halo;
   if (synchronous_epoch()) {
     drain(layer);
     s.used_epoch = epoch_;
-    ex_.start_forward(layer, epoch_, seed_, owned(x), s.used.view()).wait();
+    ex_.start_forward(layer, epoch_, seed_, x.owned, s.used.view()).wait();
     kernels::copy(dev, s.used.view(), halo_rows);
     ages_.add(layer, Direction::forward, 0, halo_rows.rows);
     return;
@@ -77,12 +77,12 @@ void PipelinedPolicy::forward(int layer, DenseView x) {
   }
   kernels::copy(dev, s.used.view(), halo_rows);
   ages_.add(layer, Direction::forward, static_cast<int>(epoch_ - s.used_epoch), halo_rows.rows);
-  s.rows_in_flight = ex_.start_forward(layer, epoch_, seed_, owned(x), s.arriving.view());
+  s.rows_in_flight = ex_.start_forward(layer, epoch_, seed_, x.owned, s.arriving.view());
   s.rows_posted_epoch = epoch_;
   s.rows_unconsumed = true;
 }
 
-void PipelinedPolicy::backward(int layer, DenseView gx) {
+void PipelinedPolicy::backward(int layer, LocalRows gx) {
   Layer& s = layers_[static_cast<std::size_t>(layer)];
   if (synchronous_epoch()) {
     drain(layer);
@@ -90,7 +90,7 @@ void PipelinedPolicy::backward(int layer, DenseView gx) {
     return;
   }
   const Device& dev = s.grad_arriving.device();
-  const DenseView g_own = owned(gx);
+  const DenseView g_own = gx.owned;
   if (s.grads_unconsumed) {
     s.grads_in_flight.wait();
     s.grads_unconsumed = false;
@@ -105,7 +105,7 @@ void PipelinedPolicy::backward(int layer, DenseView gx) {
     ages_.add(layer, Direction::backward, 1, ex_.receiving_side(Direction::backward).total());
   }
   s.grad_arriving.zero();
-  s.grads_in_flight = ex_.start_backward(layer, epoch_, seed_, halo(gx), s.grad_arriving.view());
+  s.grads_in_flight = ex_.start_backward(layer, epoch_, seed_, gx.halo, s.grad_arriving.view());
   s.grads_unconsumed = true;
 }
 

@@ -18,8 +18,8 @@ class PipelinedPolicy final : public ExchangePolicy {
   ~PipelinedPolicy() override;
   std::string_view name() const override { return "pipelined"; }
   bool synchronous_epoch() const override;
-  void forward(int layer, DenseView x) override;
-  void backward(int layer, DenseView gx) override;
+  void forward(int layer, LocalRows x) override;
+  void backward(int layer, LocalRows gx) override;
   void poll() override;
   void finish() override;
   std::size_t state_bytes() const override;

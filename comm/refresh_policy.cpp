@@ -78,18 +78,18 @@ std::size_t RefreshPolicy::state_bytes() const {
   return bytes;
 }
 
-void RefreshPolicy::forward(int layer, DenseView x) {
+void RefreshPolicy::forward(int layer, LocalRows x) {
   Layer& s = layers_[static_cast<std::size_t>(layer)];
   const SlotMap& out = ex_.sending_side(Direction::forward);
   const SlotMap& in = ex_.receiving_side(Direction::forward);
   const Device& dev = s.cache.device();
-  const std::int64_t f = x.cols;
+  const std::int64_t f = x.cols();
 
   // Importance by change: the relative distance of every send slot to the value last sent.
   Matrix packed;
   if (refresh_.by == RefreshConfig::By::change && out.total() > 0) {
     packed = Matrix(out.total(), f, s.last_sent.device_ptr());
-    out.pack(dev, owned(x), packed.view());
+    out.pack(dev, x.owned, packed.view());
     const std::vector<float> now = packed.to_host(), before = s.last_sent.to_host();
     for (std::int64_t i = 0; i < out.total(); ++i) {
       if (s.sent_epoch[static_cast<std::size_t>(i)] < 0) continue;
@@ -129,7 +129,7 @@ void RefreshPolicy::forward(int layer, DenseView x) {
   }
 
   SlotSelection received;
-  ex_.start_selected(Direction::forward, layer, epoch_, seed_, owned(x), selection, s.cache.view(),
+  ex_.start_selected(Direction::forward, layer, epoch_, seed_, x.owned, selection, s.cache.view(),
                      &received)
       .wait();
   std::fill(s.fresh.begin(), s.fresh.end(), 0);
@@ -139,7 +139,7 @@ void RefreshPolicy::forward(int layer, DenseView x) {
       s.received_epoch[at] = epoch_;
       s.fresh[at] = 1;
     }
-  in.unpack(dev, s.cache.view(), halo(x), false);
+  in.unpack(dev, s.cache.view(), x.halo, false);
   for (std::size_t i = 0; i < s.received_epoch.size(); ++i) {
     GNN_ASSERT(s.received_epoch[i] >= 0, "halo slot ", i, " of layer ", layer, " never arrived");
     ages_.add(layer, Direction::forward, static_cast<int>(epoch_ - s.received_epoch[i]),
@@ -147,7 +147,7 @@ void RefreshPolicy::forward(int layer, DenseView x) {
   }
 }
 
-void RefreshPolicy::backward(int layer, DenseView gx) {
+void RefreshPolicy::backward(int layer, LocalRows gx) {
   Layer& s = layers_[static_cast<std::size_t>(layer)];
   if (refresh_.exact_backward) {
     exchange_gradients_now(layer, gx);
@@ -168,15 +168,15 @@ void RefreshPolicy::backward(int layer, DenseView gx) {
       }
   sent_back_[static_cast<std::size_t>(layer)] = sent;
   Matrix& slots = s.grad_slots;
-  GNN_ASSERT(slots.rows() == back_in.total() && slots.cols() == gx.cols, "refresh backward of layer ",
+  GNN_ASSERT(slots.rows() == back_in.total() && slots.cols() == gx.cols(), "refresh backward of layer ",
              layer, ": gradient slots are ", slots.rows(), "x", slots.cols(), ", the exchange needs ",
-             back_in.total(), "x", gx.cols);
+             back_in.total(), "x", gx.cols());
   slots.zero();
   SlotSelection received;
-  ex_.start_selected(Direction::backward, layer, epoch_, seed_, halo(gx), selection, slots.view(),
+  ex_.start_selected(Direction::backward, layer, epoch_, seed_, gx.halo, selection, slots.view(),
                      &received)
       .wait();
-  back_in.unpack(dev, slots.view(), owned(gx), true);
+  back_in.unpack(dev, slots.view(), gx.owned, true);
   std::int64_t rows = 0;
   // The norms read the slots where they are on the host, a copy of them from a GPU.
   std::vector<float> staged;
@@ -191,8 +191,8 @@ void RefreshPolicy::backward(int layer, DenseView gx) {
       ++rows;
       if (refresh_.by != RefreshConfig::By::grad) continue;
       double norm = 0;
-      for (std::int64_t j = 0; j < gx.cols; ++j) {
-        const double v = host[at * static_cast<std::size_t>(gx.cols) + static_cast<std::size_t>(j)];
+      for (std::int64_t j = 0; j < gx.cols(); ++j) {
+        const double v = host[at * static_cast<std::size_t>(gx.cols()) + static_cast<std::size_t>(j)];
         norm += v * v;
       }
       s.importance[at] = static_cast<float>(std::sqrt(norm));

@@ -24,8 +24,8 @@ class RefreshPolicy final : public ExchangePolicy {
                 const std::vector<std::int64_t>& widths, DevicePtr dev);
   std::string_view name() const override { return "refresh"; }
   bool synchronous_epoch() const override;
-  void forward(int layer, DenseView x) override;
-  void backward(int layer, DenseView gx) override;
+  void forward(int layer, LocalRows x) override;
+  void backward(int layer, LocalRows gx) override;
   std::size_t state_bytes() const override;
   Json summarize(Transport& transport) const override;
   /// Per layer l >= 1 under "layer<l>/": the cache and when each slot arrived, when each send

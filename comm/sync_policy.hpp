@@ -12,11 +12,11 @@ class SyncPolicy final : public ExchangePolicy {
       : ExchangePolicy(ex, num_owned, num_layers, seed) {}
   std::string_view name() const override { return "sync"; }
   bool synchronous_epoch() const override { return true; }
-  void forward(int layer, DenseView x) override { exchange_rows_now(layer, x); }
-  void backward(int layer, DenseView gx) override { exchange_gradients_now(layer, gx); }
+  void forward(int layer, LocalRows x) override { exchange_rows_now(layer, x); }
+  void backward(int layer, LocalRows gx) override { exchange_gradients_now(layer, gx); }
   bool overlaps() const override { return true; }
-  Request start_forward(int layer, DenseView x) override { return start_rows_now(layer, x); }
-  Request start_backward(int layer, DenseView gx) override {
+  Request start_forward(int layer, LocalRows x) override { return start_rows_now(layer, x); }
+  Request start_backward(int layer, LocalRows gx) override {
     return start_gradients_now(layer, gx);
   }
   /// Every epoch starts afresh: nothing to save.

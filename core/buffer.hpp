@@ -119,6 +119,26 @@ struct ConstDenseView {
   }
 };
 
+/// A rank's local rows of one matrix (a layer input, or its gradient): the owned rows, then the
+/// halo rows, as two views. They are one matrix's two row ranges, or stored apart where the
+/// trainer lets layers share one buffer of halo rows (docs/training.md "Halo rows shared by layers").
+struct LocalRows {
+  DenseView owned;
+  DenseView halo;
+  LocalRows() = default;
+  LocalRows(DenseView owned_rows, DenseView halo_rows) : owned(owned_rows), halo(halo_rows) {}
+  /// The first `num_owned` rows of `whole`, and the rest.
+  static LocalRows of(DenseView whole, std::int64_t num_owned) {
+    return {whole.rows_range(0, num_owned), whole.rows_range(num_owned, whole.rows)};
+  }
+  std::int64_t rows() const noexcept { return owned.rows + halo.rows; }
+  std::int64_t cols() const noexcept { return owned.cols; }
+  /// Whether the halo rows follow the owned rows in memory (one matrix).
+  bool contiguous() const noexcept {
+    return halo.rows == 0 || halo.data == owned.data + owned.rows * owned.cols;
+  }
+};
+
 /// Owning row-major float32 matrix on one device, zero-initialised.
 class Matrix {
  public:

@@ -44,18 +44,17 @@ class GcnLayer final : public SplitLayer {
     aggregate(*dev_, *op_, t.view(), 0.0f, bias(), y);
   }
 
-  void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&,
+  void forward_owned(const LocalGraph& g, ConstDenseView x_own, DenseView y, const ForwardContext&,
                      const std::function<void()>& progress) override {
     const Device& dev = *dev_;
     used_sparse_ = false;
-    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
     if (aggregate_first_) {
       // y = (Â x) W + b: the owned columns of Â x now.
       Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);  // Â x, kept for dW
       aggregate_owned(dev, *op_, x_own, 0.0f, h.view());
     } else {
       // y = Â (x W) + b: the owned rows of x W and their part of the aggregation now.
-      x_ = x;  // kept for dW (the caller keeps it unchanged until backward)
+      x_own_ = x_own;  // kept for dW with the halo rows (the caller keeps them until backward)
       Matrix& t = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
       kernels::linear(dev, x_own, weight_.value.view(), {}, {}, nullptr,
                       t.view().rows_range(0, g.num_owned));
@@ -64,19 +63,21 @@ class GcnLayer final : public SplitLayer {
     }
   }
 
-  void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+  void forward_halo(const LocalGraph& g, ConstDenseView x_halo, DenseView y,
                     const ForwardContext&) override {
     const Device& dev = *dev_;
     if (aggregate_first_) {
-      aggregate_halo(dev, *op_, x, nullptr, saved_h_.view());
+      aggregate_halo(dev, *op_, x_halo, nullptr, saved_h_.view());
       kernels::linear(dev, saved_h_.view(), weight_.value.view(), {}, {}, bias(), y);
     } else {
+      x_halo_ = x_halo;  // the backward reads it with the owned rows (dW)
       const DenseView t_halo = scratch_.view().rows_range(g.num_owned, g.num_local());
-      kernels::linear(dev, x.rows_range(g.num_owned, g.num_local()), weight_.value.view(), {}, {},
-                      nullptr, t_halo);
-      aggregate_halo(dev, *op_, scratch_.view(), bias(), y);
+      kernels::linear(dev, x_halo, weight_.value.view(), {}, {}, nullptr, t_halo);
+      aggregate_halo(dev, *op_, t_halo, bias(), y);
     }
   }
+
+  bool keeps_input_halo() const override { return !aggregate_first_; }
 
   void backward_whole(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     const Device& dev = *dev_;
@@ -92,40 +93,42 @@ class GcnLayer final : public SplitLayer {
       kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_.value.view(), 0.0f, gx);
   }
 
-  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx_halo) override {
     const Device& dev = *dev_;
     if (aggregate_first_) {
       // y = H W + b: dH = gy Wᵀ; dx = Âᵀ dH, its halo rows now.
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
-      aggregate_transpose_halo(dev, *op_, gh.view(), gx);
+      aggregate_transpose_halo(dev, *op_, gh.view(), gx_halo);
     } else {
       // y = Â T + b, T = x W: dT = Âᵀ gy and dx = dT Wᵀ, their halo rows now.
       Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      aggregate_transpose_halo(dev, *op_, gy, gt.view());
-      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(g.num_owned, g.num_local()),
-                    weight_.value.view(), 0.0f, gx.rows_range(g.num_owned, g.num_local()));
+      const DenseView gt_halo = gt.view().rows_range(g.num_owned, g.num_local());
+      aggregate_transpose_halo(dev, *op_, gy, gt_halo);
+      kernels::gemm(dev, false, true, 1.0f, gt_halo, weight_.value.view(), 0.0f, gx_halo);
     }
   }
 
-  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx_own,
                       const std::function<void()>& progress) override {
     const Device& dev = *dev_;
     if (aggregate_first_) {
       // dW += Hᵀ gy and db += Σ gy in one pass over gy; the owned rows of dx = Âᵀ dH.
       kernels::linear_grad(dev, saved_h_.view(), gy, weight_.grad.view(), bias_grad());
       progress_exchange(progress);
-      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx);
+      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
     } else {
       aggregate_transpose_owned(dev, *op_, gy, scratch_.view());
       transform_grads(dev, gy, scratch_.view());
       progress_exchange(progress);
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
-                    weight_.value.view(), 0.0f, gx.rows_range(0, g.num_owned));
+                    weight_.value.view(), 0.0f, gx_own);
     }
   }
 
  private:
+  /// All local rows of the last dense forward's x (transform first: dW reads them).
+  ConstDenseView input() const { return joined_rows("gcn", x_own_, x_halo_); }
   const float* bias() const { return cfg_.bias ? bias_.value.data() : nullptr; }
   float* bias_grad() { return cfg_.bias ? bias_.grad.data() : nullptr; }
 
@@ -133,14 +136,14 @@ class GcnLayer final : public SplitLayer {
   void transform_grads(const Device& dev, ConstDenseView gy, ConstDenseView gt) {
     if (float* gb = bias_grad()) kernels::column_sum(dev, gy, 1.0f, gb);
     if (used_sparse_) input_matmul_transpose(dev, x_csr_, gt, weight_.grad.view());
-    else kernels::linear_grad(dev, x_, gt, weight_.grad.view(), nullptr);
+    else kernels::linear_grad(dev, input(), gt, weight_.grad.view(), nullptr);
   }
 
   LayerConfig cfg_;
   Parameter weight_, bias_;
   bool aggregate_first_;
   std::shared_ptr<const GraphOperator> op_;  ///< shared by the model's layers
-  ConstDenseView x_;                 ///< the last forward's dense x (transform first)
+  ConstDenseView x_own_, x_halo_;    ///< the last forward's dense x: owned and halo rows
   SparseInput x_csr_;                  ///< the last forward's sparse x
   Matrix saved_h_;                   ///< Â x (aggregate first)
   Matrix scratch_;

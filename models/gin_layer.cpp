@@ -62,13 +62,12 @@ class GinLayer final : public SplitLayer {
     finish_forward(g, y);
   }
 
-  void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView, const ForwardContext&,
+  void forward_owned(const LocalGraph& g, ConstDenseView x_own, DenseView, const ForwardContext&,
                      const std::function<void()>& progress) override {
     const Device& dev = *dev_;
     used_sparse_ = false;
     self_weight_ = 1.0f + current_eps();
-    x_ = x;  // x_own is needed for d(eps) (the caller keeps x unchanged until backward)
-    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
+    x_own_ = x_own;  // needed for d(eps) (the caller keeps it unchanged until backward)
     if (aggregate_first_) {
       // h = A x + (1+eps) x_own: the owned columns of A x now.
       Matrix& h = ensure(saved_h_, g.num_owned, cfg_.in_dim, dev_);
@@ -84,23 +83,26 @@ class GinLayer final : public SplitLayer {
     }
   }
 
-  void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+  void forward_halo(const LocalGraph& g, ConstDenseView x_halo, DenseView y,
                     const ForwardContext&) override {
     const Device& dev = *dev_;
     const std::int64_t n_own = g.num_owned;
     Matrix& p = ensure(pre_, n_own, mlp_, dev_);  // h W1, then ReLU'd in place: q
     if (aggregate_first_) {
-      aggregate_halo(dev, *op_, x, nullptr, saved_h_.view());
-      kernels::axpy(dev, self_weight_, x.rows_range(0, n_own), saved_h_.view());
+      aggregate_halo(dev, *op_, x_halo, nullptr, saved_h_.view());
+      kernels::axpy(dev, self_weight_, x_own_, saved_h_.view());
       kernels::gemm(dev, false, false, 1.0f, saved_h_.view(), weight1_.value.view(), 0.0f,
                     p.view());
     } else {
-      kernels::gemm(dev, false, false, 1.0f, x.rows_range(n_own, g.num_local()),
-                    weight1_.value.view(), 0.0f, saved_t_.view().rows_range(n_own, g.num_local()));
-      aggregate_halo(dev, *op_, saved_t_.view(), nullptr, p.view());
+      x_halo_ = x_halo;  // the backward reads it with the owned rows (dW)
+      const DenseView t_halo = saved_t_.view().rows_range(n_own, g.num_local());
+      kernels::gemm(dev, false, false, 1.0f, x_halo, weight1_.value.view(), 0.0f, t_halo);
+      aggregate_halo(dev, *op_, t_halo, nullptr, p.view());
     }
     finish_forward(g, y);
   }
+
+  bool keeps_input_halo() const override { return !aggregate_first_; }
 
   void backward_whole(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     const Device& dev = *dev_;
@@ -109,7 +111,7 @@ class GinLayer final : public SplitLayer {
     if (aggregate_first_ && !used_sparse_) {  // no input gradient: the parameter gradients only
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gpre_.view(), weight1_.value.view(), 0.0f, gh.view());
-      aggregate_first_grads(g);
+      aggregate_first_grads();
       return;
     }
     // Transform first (a sparse input, or no input gradient): gt = Aᵀ gp + (1+eps) gp on owned
@@ -121,7 +123,7 @@ class GinLayer final : public SplitLayer {
       kernels::gemm(dev, false, true, 1.0f, gt.view(), weight1_.value.view(), 0.0f, gx);
   }
 
-  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx_halo) override {
     const Device& dev = *dev_;
     const std::int64_t n_own = g.num_owned, n_local = g.num_local();
     mlp_backward(g, gy);
@@ -130,38 +132,40 @@ class GinLayer final : public SplitLayer {
       // the halo rows now.
       Matrix& gh = ensure(scratch_, n_own, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gpre_.view(), weight1_.value.view(), 0.0f, gh.view());
-      aggregate_transpose_halo(dev, *op_, gh.view(), gx);
+      aggregate_transpose_halo(dev, *op_, gh.view(), gx_halo);
     } else {
       // p = A t + (1+eps) t_own, t = x W1: gt = Aᵀ gp (+ (1+eps) gp on owned rows); gx = gt W1ᵀ:
       // the halo rows now.
       Matrix& gt = ensure(scratch_, n_local, mlp_, dev_);
-      aggregate_transpose_halo(dev, *op_, gpre_.view(), gt.view());
-      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(n_own, n_local),
-                    weight1_.value.view(), 0.0f, gx.rows_range(n_own, n_local));
+      const DenseView gt_halo = gt.view().rows_range(n_own, n_local);
+      aggregate_transpose_halo(dev, *op_, gpre_.view(), gt_halo);
+      kernels::gemm(dev, false, true, 1.0f, gt_halo, weight1_.value.view(), 0.0f, gx_halo);
     }
   }
 
-  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx_own,
                       const std::function<void()>& progress) override {
     const Device& dev = *dev_;
     const std::int64_t n_own = g.num_owned;
     mlp_grads(gy);
     progress_exchange(progress);
     if (aggregate_first_) {
-      aggregate_first_grads(g);
+      aggregate_first_grads();
       progress_exchange(progress);
-      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx);
-      kernels::axpy(dev, self_weight_, scratch_.view(), gx.rows_range(0, n_own));
+      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
+      kernels::axpy(dev, self_weight_, scratch_.view(), gx_own);
     } else {
       aggregate_transpose_owned(dev, *op_, gpre_.view(), scratch_.view());
       transform_first_grads(g);
       progress_exchange(progress);
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, n_own),
-                    weight1_.value.view(), 0.0f, gx.rows_range(0, n_own));
+                    weight1_.value.view(), 0.0f, gx_own);
     }
   }
 
  private:
+  /// All local rows of the last dense forward's x (transform first: dW reads them).
+  ConstDenseView input() const { return joined_rows("gin", x_own_, x_halo_); }
   /// After the aggregation into pre_ (p = h W1, or A t + (1+eps) t_own before its self term):
   /// the rest of the forward, y = ReLU(p + b1) W2 + b2.
   void finish_forward(const LocalGraph& g, DenseView y) {
@@ -192,10 +196,10 @@ class GinLayer final : public SplitLayer {
   }
 
   /// Aggregate first, with gh = gp W1ᵀ in scratch_: dW1 += hᵀ gp and d(eps) += <gh, x_own>.
-  void aggregate_first_grads(const LocalGraph& g) {
+  void aggregate_first_grads() {
     const Device& dev = *dev_;
     kernels::gemm(dev, true, false, 1.0f, saved_h_.view(), gpre_.view(), 1.0f, weight1_.grad.view());
-    if (cfg_.train_eps) accumulate_dot(dev, scratch_.view(), x_.rows_range(0, g.num_owned), eps_.grad);
+    if (cfg_.train_eps) accumulate_dot(dev, scratch_.view(), x_own_, eps_.grad);
   }
 
   /// Transform first, with the owned and halo rows of Aᵀ gp in scratch_: adds the self term
@@ -207,7 +211,7 @@ class GinLayer final : public SplitLayer {
     if (cfg_.train_eps)
       accumulate_dot(dev, gpre_.view(), saved_t_.view().rows_range(0, n_own), eps_.grad);
     if (used_sparse_) input_matmul_transpose(dev, x_csr_, scratch_.view(), weight1_.grad.view());
-    else kernels::gemm(dev, true, false, 1.0f, x_, scratch_.view(), 1.0f, weight1_.grad.view());
+    else kernels::gemm(dev, true, false, 1.0f, input(), scratch_.view(), 1.0f, weight1_.grad.view());
   }
 
   static std::string name(std::int32_t layer, const char* what) {
@@ -237,7 +241,7 @@ class GinLayer final : public SplitLayer {
   bool aggregate_first_;
   std::shared_ptr<const GraphOperator> op_;  ///< the adjacency, structure only; shared by the layers
   float self_weight_ = 1.0f;         ///< 1 + eps of the last forward
-  ConstDenseView x_;                 ///< the last forward's dense x
+  ConstDenseView x_own_, x_halo_;    ///< the last forward's dense x: owned and halo rows
   SparseInput x_csr_;                  ///< the last forward's sparse x
   Matrix saved_h_;                   ///< aggregate first: h = A x + (1+eps) x_own
   Matrix saved_t_;                   ///< transform first: t = x W1 (all local rows)

@@ -139,18 +139,27 @@ class Layer {
   ///   of the forward that needs nothing else; forward_halo reads the halo rows and completes y;
   /// - backward_halo writes gx's halo rows (the trainer sends them at once) and backward_owned
   ///   then writes gx's owned rows and accumulates the parameter gradients.
-  /// `progress` (may be empty) is called between the kernels of forward_owned and backward_owned,
-  /// to progress the exchange in flight. A dense input only (the trainer never splits layer 0,
-  /// whose input is never exchanged). Layers that do not split (GAT: its attention normalises
-  /// over a row's owned and halo entries at once; residual blocks) run whole after the exchange.
+  /// The halves take the owned and the halo rows as separate views (num_owned and num_halo rows),
+  /// which need not be one matrix: see keeps_input_halo(). `progress` (may be empty) is called
+  /// between the kernels of forward_owned and backward_owned, to progress the exchange in flight.
+  /// A dense input only (the trainer never splits layer 0, whose input is never exchanged).
+  /// Layers that do not split (GAT: its attention normalises over a row's owned and halo entries
+  /// at once; residual blocks) run whole after the exchange.
   virtual bool splits() const { return false; }
-  virtual void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y,
+  virtual void forward_owned(const LocalGraph& g, ConstDenseView x_own, DenseView y,
                              const ForwardContext& ctx, const std::function<void()>& progress);
-  virtual void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+  virtual void forward_halo(const LocalGraph& g, ConstDenseView x_halo, DenseView y,
                             const ForwardContext& ctx);
-  virtual void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx);
-  virtual void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+  virtual void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx_halo);
+  virtual void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx_own,
                               const std::function<void()>& progress);
+  /// Whether the backward of a dense forward reads the input's halo rows (a split layer that
+  /// transforms first: dW = xᵀ (Âᵀ gy) over every local row). A split layer that does not reads
+  /// its halo rows in forward_halo only, so the trainer may hand the same halo rows to the next
+  /// layer once forward_halo returns (docs/training.md "Halo rows shared by layers"); a layer that does keeps a view
+  /// of them and needs them to follow its owned rows in memory (one matrix). Layers that do not
+  /// split: always true.
+  virtual bool keeps_input_halo() const { return true; }
 };
 
 /// Glorot-uniform weights and zero biases, from CounterRng(seed, init_weights, layer_index,

@@ -110,39 +110,46 @@ inline void check_backward_shapes(const char* layer, const LocalGraph& g, ConstD
 
 // ---- aggregation with a split operator (models/local_graph.hpp, OperatorForm::split) --------
 
-/// y = A_owned x_owned + beta y: the owned columns' part of an aggregation. x: the local rows (only
-/// the first num_owned are read: the halo rows may still be in flight) or the owned rows.
+/// y = A_owned x_owned + beta y: the owned columns' part of an aggregation. x: the owned rows, or
+/// the local rows (only the first num_owned are read: the halo rows may still be in flight).
 inline void aggregate_owned(const Device& dev, const GraphOperator& op, ConstDenseView x,
                             float beta, DenseView y) {
   GNN_ASSERT(op.form == OperatorForm::split, "aggregate_owned: needs a split operator");
   kernels::spmm(dev, op.a_owned.view(), x.rows_range(0, op.a_owned.cols()), beta, y);
 }
 
-/// y += A_halo x_halo + 1 biasᵀ (bias == nullptr: none): completes aggregate_owned. x: the local
-/// rows (the halo rows are read).
-inline void aggregate_halo(const Device& dev, const GraphOperator& op, ConstDenseView x,
+/// y += A_halo x_halo + 1 biasᵀ (bias == nullptr: none): completes aggregate_owned. x_halo: the
+/// halo rows.
+inline void aggregate_halo(const Device& dev, const GraphOperator& op, ConstDenseView x_halo,
                            const float* bias, DenseView y) {
+  GNN_ASSERT(x_halo.rows == op.a_halo.cols(), "aggregate_halo: ", x_halo.rows, " halo rows, the operator has ",
+             op.a_halo.cols());
+  kernels::spmm_bias(dev, op.a_halo.view(), x_halo, 1.0f, bias, y);
+}
+
+/// The halo rows of local rows x (the rows after the operator's owned columns).
+inline ConstDenseView halo_rows(const GraphOperator& op, ConstDenseView x) {
   const std::int64_t own = op.a_owned.cols();
-  kernels::spmm_bias(dev, op.a_halo.view(), x.rows_range(own, own + op.a_halo.cols()), 1.0f, bias,
-                     y);
+  return x.rows_range(own, own + op.a_halo.cols());
 }
 
 /// y = A x + beta y + 1 biasᵀ over all local rows of x, in one go.
 inline void aggregate(const Device& dev, const GraphOperator& op, ConstDenseView x, float beta,
                       const float* bias, DenseView y) {
   aggregate_owned(dev, op, x, beta, y);
-  aggregate_halo(dev, op, x, bias, y);
+  aggregate_halo(dev, op, halo_rows(op, x), bias, y);
 }
 
-/// The halo rows of gx = Aᵀ g (g: num_owned rows; gx: the local rows, its owned rows untouched).
+/// The halo rows of gx = Aᵀ g (g: num_owned rows; gx_halo: the halo rows).
 inline void aggregate_transpose_halo(const Device& dev, const GraphOperator& op, ConstDenseView g,
-                                     DenseView gx) {
+                                     DenseView gx_halo) {
   GNN_ASSERT(op.form == OperatorForm::split, "aggregate_transpose_halo: needs a split operator");
-  const std::int64_t own = op.t_owned.rows();
-  kernels::spmm(dev, op.t_halo.view(), g, 0.0f, gx.rows_range(own, own + op.t_halo.rows()));
+  GNN_ASSERT(gx_halo.rows == op.t_halo.rows(), "aggregate_transpose_halo: ", gx_halo.rows,
+             " halo rows, the operator has ", op.t_halo.rows());
+  kernels::spmm(dev, op.t_halo.view(), g, 0.0f, gx_halo);
 }
 
-/// The owned rows of gx = Aᵀ g (the halo rows untouched).
+/// The owned rows of gx = Aᵀ g. gx: the owned rows, or the local rows (the halo rows untouched).
 inline void aggregate_transpose_owned(const Device& dev, const GraphOperator& op, ConstDenseView g,
                                       DenseView gx) {
   kernels::spmm(dev, op.t_owned.view(), g, 0.0f, gx.rows_range(0, op.t_owned.rows()));
@@ -151,8 +158,17 @@ inline void aggregate_transpose_owned(const Device& dev, const GraphOperator& op
 /// gx = Aᵀ g over all local rows.
 inline void aggregate_transpose(const Device& dev, const GraphOperator& op, ConstDenseView g,
                                 DenseView gx) {
-  aggregate_transpose_halo(dev, op, g, gx);
+  const std::int64_t own = op.t_owned.rows();
+  aggregate_transpose_halo(dev, op, g, gx.rows_range(own, own + op.t_halo.rows()));
   aggregate_transpose_owned(dev, op, g, gx);
+}
+
+/// One view of a layer input's owned rows and its halo rows, which must be one matrix (a layer
+/// that keeps its input halo: Layer::keeps_input_halo).
+inline ConstDenseView joined_rows(const char* layer, ConstDenseView own, ConstDenseView halo) {
+  GNN_ASSERT(halo.rows == 0 || halo.data == own.data + own.rows * own.cols, layer,
+             ": its input's halo rows must follow the owned rows in memory (keeps_input_halo)");
+  return {own.data, own.rows + halo.rows, own.cols};
 }
 
 /// Calls `progress` when it is set (Layer::forward_owned, backward_owned).
@@ -176,8 +192,8 @@ class SplitLayer : public Layer {
     GNN_ASSERT(dev_, name_, ": forward before prepare");
     used_sparse_ = sparse_x_.has_value();
     if (!used_sparse_) {
-      forward_owned(g, x, y, ctx, {});
-      forward_halo(g, x, y, ctx);
+      forward_owned(g, x.rows_range(0, g.num_owned), y, ctx, {});
+      forward_halo(g, x.rows_range(g.num_owned, g.num_local()), y, ctx);
       return;
     }
     check_sparse_input(name_, g, *sparse_x_, in_dim());
@@ -187,8 +203,8 @@ class SplitLayer : public Layer {
   void backward(const LocalGraph& g, ConstDenseView gy, DenseView gx) final {
     check_backward_shapes(name_, g, gy, gx, in_dim(), out_dim());
     if (gx.data != nullptr && !used_sparse_) {
-      backward_halo(g, gy, gx);
-      backward_owned(g, gy, gx, {});
+      backward_halo(g, gy, gx.rows_range(g.num_owned, g.num_local()));
+      backward_owned(g, gy, gx.rows_range(0, g.num_owned), {});
       return;
     }
     backward_whole(g, gy, gx);

@@ -47,12 +47,11 @@ class SageLayer final : public SplitLayer {
     aggregate(dev, *op_, t.view(), 1.0f, nullptr, y);
   }
 
-  void forward_owned(const LocalGraph& g, ConstDenseView x, DenseView y, const ForwardContext&,
+  void forward_owned(const LocalGraph& g, ConstDenseView x_own, DenseView y, const ForwardContext&,
                      const std::function<void()>& progress) override {
     const Device& dev = *dev_;
     used_sparse_ = false;
-    x_ = x;  // kept for both dWs (the caller keeps it unchanged until backward)
-    const ConstDenseView x_own = x.rows_range(0, g.num_owned);
+    x_own_ = x_own;  // kept for dW_self (the caller keeps it unchanged until backward)
     if (aggregate_first_) {
       // y = x_own W_self + b + h W_neigh (h = mean of neighbours): h's owned columns and the
       // self term now. (The GEMM's first depth block folds in beta * y, later ones add to it:
@@ -73,23 +72,25 @@ class SageLayer final : public SplitLayer {
     }
   }
 
-  void forward_halo(const LocalGraph& g, ConstDenseView x, DenseView y,
+  void forward_halo(const LocalGraph& g, ConstDenseView x_halo, DenseView y,
                     const ForwardContext&) override {
     const Device& dev = *dev_;
     if (aggregate_first_) {
-      aggregate_halo(dev, *op_, x, nullptr, saved_h_.view());
+      aggregate_halo(dev, *op_, x_halo, nullptr, saved_h_.view());
       kernels::gemm(dev, false, false, 1.0f, saved_h_.view(), weight_neigh_.value.view(), 1.0f, y);
     } else {
+      x_halo_ = x_halo;  // the backward reads it with the owned rows (dW)
       const DenseView t_halo = scratch_.view().rows_range(g.num_owned, g.num_local());
-      kernels::linear(dev, x.rows_range(g.num_owned, g.num_local()), weight_neigh_.value.view(), {},
-                      {}, nullptr, t_halo);
-      aggregate_halo(dev, *op_, scratch_.view(), nullptr, y);
+      kernels::linear(dev, x_halo, weight_neigh_.value.view(), {}, {}, nullptr, t_halo);
+      aggregate_halo(dev, *op_, t_halo, nullptr, y);
     }
   }
 
+  bool keeps_input_halo() const override { return !aggregate_first_; }
+
   void backward_whole(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
     const Device& dev = *dev_;
-    self_grads(dev, g, gy);
+    self_grads(dev, gy);
     if (aggregate_first_ && !used_sparse_) {  // no input gradient: the parameter gradients only
       kernels::linear_grad(dev, saved_h_.view(), gy, weight_neigh_.grad.view(), nullptr);
       return;
@@ -99,43 +100,41 @@ class SageLayer final : public SplitLayer {
     Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
     aggregate_transpose(dev, *op_, gy, gt.view());
     if (used_sparse_) input_matmul_transpose(dev, x_csr_, gt.view(), weight_neigh_.grad.view());
-    else kernels::linear_grad(dev, x_, gt.view(), weight_neigh_.grad.view(), nullptr);
+    else kernels::linear_grad(dev, input(), gt.view(), weight_neigh_.grad.view(), nullptr);
     if (gx.data == nullptr) return;
     kernels::gemm(dev, false, true, 1.0f, gt.view(), weight_neigh_.value.view(), 0.0f, gx);
     kernels::gemm(dev, false, true, 1.0f, gy, weight_self_.value.view(), 1.0f,
                   gx.rows_range(0, g.num_owned));
   }
 
-  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx) override {
+  void backward_halo(const LocalGraph& g, ConstDenseView gy, DenseView gx_halo) override {
     const Device& dev = *dev_;
-    const DenseView gx_halo = gx.rows_range(g.num_owned, g.num_local());
     if (aggregate_first_) {
       // gh = gy W_neighᵀ; gx = Aᵀ gh (+ the self term on owned rows): the halo rows now.
       Matrix& gh = ensure(scratch_, g.num_owned, cfg_.in_dim, dev_);
       kernels::gemm(dev, false, true, 1.0f, gy, weight_neigh_.value.view(), 0.0f, gh.view());
-      aggregate_transpose_halo(dev, *op_, gh.view(), gx);
+      aggregate_transpose_halo(dev, *op_, gh.view(), gx_halo);
     } else {
       // gt = Aᵀ gy; gx = gt W_neighᵀ (+ the self term on owned rows): the halo rows now.
       Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      aggregate_transpose_halo(dev, *op_, gy, gt.view());
-      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(g.num_owned, g.num_local()),
-                    weight_neigh_.value.view(), 0.0f, gx_halo);
+      const DenseView gt_halo = gt.view().rows_range(g.num_owned, g.num_local());
+      aggregate_transpose_halo(dev, *op_, gy, gt_halo);
+      kernels::gemm(dev, false, true, 1.0f, gt_halo, weight_neigh_.value.view(), 0.0f, gx_halo);
     }
   }
 
-  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx,
+  void backward_owned(const LocalGraph& g, ConstDenseView gy, DenseView gx_own,
                       const std::function<void()>& progress) override {
     const Device& dev = *dev_;
-    const DenseView gx_own = gx.rows_range(0, g.num_owned);
-    self_grads(dev, g, gy);
+    self_grads(dev, gy);
     progress_exchange(progress);
     if (aggregate_first_) {
       kernels::linear_grad(dev, saved_h_.view(), gy, weight_neigh_.grad.view(), nullptr);
       progress_exchange(progress);
-      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx);
+      aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
     } else {
       aggregate_transpose_owned(dev, *op_, gy, scratch_.view());
-      kernels::linear_grad(dev, x_, scratch_.view(), weight_neigh_.grad.view(), nullptr);
+      kernels::linear_grad(dev, input(), scratch_.view(), weight_neigh_.grad.view(), nullptr);
       progress_exchange(progress);
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
                     weight_neigh_.value.view(), 0.0f, gx_own);
@@ -145,16 +144,18 @@ class SageLayer final : public SplitLayer {
   }
 
  private:
+  /// All local rows of the last dense forward's x (transform first: dW reads them).
+  ConstDenseView input() const { return joined_rows("sage", x_own_, x_halo_); }
   const float* bias() const { return cfg_.bias ? bias_.value.data() : nullptr; }
 
   /// dW_self += x_ownᵀ gy and db += Σ gy (in one pass over gy for a dense x).
-  void self_grads(const Device& dev, const LocalGraph& g, ConstDenseView gy) {
+  void self_grads(const Device& dev, ConstDenseView gy) {
     float* gb = cfg_.bias ? bias_.grad.data() : nullptr;
     if (used_sparse_) {
       input_matmul_transpose(dev, x_own_csr_, gy, weight_self_.grad.view());
       if (gb) kernels::column_sum(dev, gy, 1.0f, gb);
     } else {
-      kernels::linear_grad(dev, x_.rows_range(0, g.num_owned), gy, weight_self_.grad.view(), gb);
+      kernels::linear_grad(dev, x_own_, gy, weight_self_.grad.view(), gb);
     }
   }
 
@@ -162,7 +163,7 @@ class SageLayer final : public SplitLayer {
   Parameter weight_self_, weight_neigh_, bias_;
   bool aggregate_first_;
   std::shared_ptr<const GraphOperator> op_;  ///< shared by the model's layers
-  ConstDenseView x_;                 ///< the last forward's dense x
+  ConstDenseView x_own_, x_halo_;    ///< the last forward's dense x: owned and halo rows
   SparseInput x_csr_;                  ///< the last forward's sparse x
   SparseInput x_own_csr_;              ///< its owned rows
   Matrix saved_h_;                   ///< neighbour means (aggregate first, dense)

@@ -14,6 +14,7 @@
 #include "compress/codec.hpp"
 #include "compress/codec_plan.hpp"
 #include "core/error.hpp"
+#include "training/halo_sharing.hpp"
 
 namespace halognn {
 namespace {
@@ -269,10 +270,27 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
 
   // Activations: inputs of layers >= 1, their dropout copies and gradients, and what each layer
   // keeps between forward and backward (models/*_layer.cpp).
-  double activations = 0, pipelined_buffers = 0;
+  // The halo rows layers share (training/halo_sharing.hpp): GCN, SAGE and GIN layers split;
+  // those that aggregate first (GIN: when the input is no wider than its MLP) keep no halo rows
+  // for their backward, nor does a layer that reads a dropout copy.
+  std::vector<HaloUse> uses(static_cast<std::size_t>(L));
+  for (int l = 0; l < L; ++l) {
+    const LayerDims& d = dims[static_cast<std::size_t>(l)];
+    const bool aggregate_first = gin ? d.in <= d.mlp : d.in <= d.out;
+    uses[static_cast<std::size_t>(l)] = {d.in, !gat && !residual, !aggregate_first && !dropout_copy};
+  }
+  const HaloSharing sharing = plan_halo_sharing(uses);
+  double layer_inputs = kF * halo * static_cast<double>(sharing.shared_width);  // the shared buffer
   for (int l = 1; l < L; ++l) {
     const double w = static_cast<double>(dims[static_cast<std::size_t>(l)].in);
-    activations += kF * nl * w * (dropout_copy ? 3 : 2);  // x_, xd_ (unless in place), gx_
+    const std::size_t i = static_cast<std::size_t>(l);
+    layer_inputs += kF * w * (sharing.input[i] == HaloSharing::kOwn ? nl : own);       // x_
+    layer_inputs += kF * w * (sharing.gradient[i] == HaloSharing::kOwn ? nl : own);    // gx_
+    if (dropout_copy) layer_inputs += kF * nl * w;                                     // xd_
+  }
+  double activations = layer_inputs, pipelined_buffers = 0;
+  for (int l = 1; l < L; ++l) {
+    const double w = static_cast<double>(dims[static_cast<std::size_t>(l)].in);
     // The policy's state (comm/pipelined_policy.cpp, refresh_policy.cpp): pipelined, the used
     // and the arriving halo rows and the arriving (and smoothed) owned gradients; refresh, the
     // cache of received slots with their ages, the sent slots' ages and importances (and their
@@ -447,12 +465,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   // from feature rows, the CSR alone on the device), and training.
   const double steady_dev = static_cast<double>(e.steady(dev));
   const double steady_host = static_cast<double>(e.steady(host));
-  const double lazy = activations - [&] {
-    double ctor = 0;  // the Trainer's own activation buffers exist from construction
-    for (int l = 1; l < L; ++l)
-      ctor += kF * nl * static_cast<double>(dims[static_cast<std::size_t>(l)].in) * (dropout_copy ? 3 : 2);
-    return ctor;
-  }();
+  const double lazy = activations - layer_inputs;  // the Trainer's own buffers exist from construction
   const double ctor_x0 = compact ? kF * slots : csr_direct ? 0 : x0_dense;
   const double ctor_dev = steady_dev - exchange - lazy - x0_steady + ctor_x0 +
                           static_cast<double>(e.startup_device);

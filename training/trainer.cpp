@@ -149,15 +149,28 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   sparse_input_ = !compact_input_ && cfg_.sparse_features && nonzero_fraction(part_.features) < 0.1;
   const bool csr_direct = sparse_input_ && feature_rows_exchange();
 
-  // Buffers.
+  // Buffers. The halo rows of layer inputs and input gradients that layers can share are held
+  // once (training/halo_sharing.hpp): those matrices hold their owned rows only.
   const LocalId n_local = part_.num_local(), n_own = part_.num_owned;
+  {
+    std::vector<HaloUse> uses;
+    for (int l = 0; l < cfg_.layers; ++l) {
+      const Layer& layer = *layers_[static_cast<std::size_t>(l)];
+      const bool copy = input_dropout_ > 0 && !dropout_in_place();  // the layer reads xd_[l]
+      uses.push_back({layer.in_dim(), layer.splits(), layer.keeps_input_halo() && !copy});
+    }
+    halo_sharing_ = plan_halo_sharing(uses);
+  }
   for (int l = 0; l < cfg_.layers; ++l) {
     const std::int64_t w = layers_[l]->in_dim();
+    const std::size_t i = static_cast<std::size_t>(l);
+    const LocalId x_rows = halo_sharing_.input[i] == HaloSharing::kOwn ? n_local : n_own;
+    const LocalId gx_rows = halo_sharing_.gradient[i] == HaloSharing::kOwn ? n_local : n_own;
     // Compact mode: layer 0 reads positions and codebook (and draws its dropout inside the
     // kernels), so it needs neither a dense input nor a dropout buffer.
     // Sparse input crossing as feature rows: the CSR is built from the owned rows and the
     // received ones directly, so no rank ever holds its layer-0 input dense either.
-    x_.emplace_back(l == 0 && (compact_input_ || csr_direct) ? Matrix() : Matrix(n_local, w, dev_));
+    x_.emplace_back(l == 0 && (compact_input_ || csr_direct) ? Matrix() : Matrix(x_rows, w, dev_));
     // Layers >= 1 after a ReLU drop out in place (dropout_in_place): no copy either; layer 0's
     // dropped-out features may live in the last layer's input gradient (layer0_dropout_shared).
     const bool dense_dropout = input_dropout_ > 0 &&
@@ -166,7 +179,21 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
                                !(l == 0 && layer0_dropout_shared());
     xd_.emplace_back(dense_dropout ? Matrix(n_local, w, dev_) : Matrix());
     // Layer 0's input gradient is never needed (features are constants).
-    gx_.emplace_back(l == 0 ? Matrix() : Matrix(n_local, w, dev_));
+    gx_.emplace_back(l == 0 ? Matrix() : Matrix(gx_rows, w, dev_));
+  }
+  if (halo_sharing_.shared_width > 0)
+    shared_halo_ = Matrix(part_.num_halo, halo_sharing_.shared_width, dev_);
+  auto halo_of = [&](std::vector<Matrix>& m, int host, std::int64_t l) {
+    const std::int64_t w = layers_[static_cast<std::size_t>(l)]->in_dim();
+    if (host == HaloSharing::kOwn) return m[static_cast<std::size_t>(l)].view().rows_range(n_own, n_local);
+    float* at = host == HaloSharing::kShared
+                    ? shared_halo_.data()
+                    : m[static_cast<std::size_t>(host)].data() + n_own * m[static_cast<std::size_t>(host)].cols();
+    return DenseView{at, part_.num_halo, w};
+  };
+  for (int l = 0; l < cfg_.layers; ++l) {
+    x_halo_.push_back(l == 0 ? DenseView{} : halo_of(x_, halo_sharing_.input[static_cast<std::size_t>(l)], l));
+    gx_halo_.push_back(l == 0 ? DenseView{} : halo_of(gx_, halo_sharing_.gradient[static_cast<std::size_t>(l)], l));
   }
   {
     PolicyConfig pc;
@@ -462,73 +489,126 @@ bool Trainer::overlap_layer(int l, bool training) const {
          (!training || policy_->overlaps());
 }
 
+LocalRows Trainer::input_rows(int l) {
+  return {x_[static_cast<std::size_t>(l)].view().rows_range(0, part_.num_owned),
+          x_halo_[static_cast<std::size_t>(l)]};
+}
+
+LocalRows Trainer::dropout_rows(int l) {
+  return LocalRows::of(xd_[static_cast<std::size_t>(l)].view(), part_.num_owned);
+}
+
+LocalRows Trainer::gradient_rows(int l) {
+  return {gx_[static_cast<std::size_t>(l)].view().rows_range(0, part_.num_owned),
+          gx_halo_[static_cast<std::size_t>(l)]};
+}
+
+namespace {
+/// One view of owned and halo rows that are one matrix (layers that do not split).
+DenseView whole(const LocalRows& r) {
+  GNN_ASSERT(r.contiguous(), "a layer that does not split got its halo rows apart from its owned rows");
+  return {r.owned.data, r.rows(), r.cols()};
+}
+}  // namespace
+
+void Trainer::layer_forward(int l, LocalRows in, DenseView y, const ForwardContext& ctx) {
+  Layer& layer = *layers_[static_cast<std::size_t>(l)];
+  if (!layer.splits()) {
+    layer.forward(graph_, whole(in), y, ctx);
+    return;
+  }
+  layer.forward_owned(graph_, in.owned, y, ctx, {});
+  layer.forward_halo(graph_, in.halo, y, ctx);
+}
+
+void Trainer::layer_backward(int l, ConstDenseView gy, LocalRows gx) {
+  Layer& layer = *layers_[static_cast<std::size_t>(l)];
+  if (!layer.splits()) {
+    layer.backward(graph_, gy, whole(gx));
+    return;
+  }
+  layer.backward_halo(graph_, gy, gx.halo);
+  layer.backward_owned(graph_, gy, gx.owned, {});
+}
+
 void Trainer::forward(std::int64_t epoch, bool training) {
   const LocalId n_own = part_.num_owned;
   const bool residual = cfg_.architecture == Architecture::residual;
   const bool drop = training && input_dropout_ > 0;
   for (int l = 0; l < cfg_.layers; ++l) {
-    // In sparse and compact mode layer 0's dense input is gone; only its shape is passed.
-    DenseView x = (l == 0 && (sparse_input_ || compact_input_))
-                      ? DenseView{nullptr, part_.num_local(), layers_[0]->in_dim()}
-                      : x_[l].view();
-    // Overlap (docs/training.md "Overlap"): the exchange of the halo rows is posted, the layer
-    // computes what needs only owned rows while it is in flight, then the rest.
-    const bool split = l > 0 && overlap_layer(l, training);
-    Request rows;
-    if (split) {
-      rows = training ? policy_->start_forward(l, x) : policy_->start_forward_eval(l, epoch, x);
-    } else if (l > 0) {
-      if (training) policy_->forward(l, x);
-      else policy_->forward_eval(l, epoch, x);
-    }
-    ConstDenseView in = x;
-    if (l == 0 && compact_input_) {
-      // Layer 0 reads positions and codebook; the kernels draw the dense path's dropout mask.
-      const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
-      layers_[0]->set_sparse_input(CompactView{part_.num_local(), layers_[0]->in_dim(), x0_slots_,
-                                               x0_pos_.data(), x0_codebook_.data(),
-                                               x0_slot_base_.data(), drop ? input_dropout_ : 0.0f,
-                                               key, graph_.global_ids.data()});
-    } else if (l == 0 && sparse_input_) {
-      // Layer 0 reads the CSR (x only gives the shape); dropout draws the dense path's mask on
-      // the stored entries only.
-      CsrView xs = x0_csr_.view();
-      if (drop) {
-        const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
-        kernels::dropout_csr(*dev_, key, graph_.global_ids.data(), input_dropout_, xs,
-                             x0_dropped_.data());
-        xs.val = x0_dropped_.data();
-      }
-      layers_[0]->set_sparse_input(xs);
-    } else if (drop && l == 0) {
-      draw_layer0_dropout(epoch);
-      in = layer0_dropout_view();
-    }
-    // Dropout of layers >= 1: in place after ReLU (dropout_in_place), else into the layer's
-    // dropout copy; with overlap the owned rows now, the halo rows once they have arrived.
-    const DenseView dropped = dropout_in_place() || !drop || l == 0 ? x : xd_[l].view();
-    const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
-                     static_cast<std::uint64_t>(l)};
-    auto dropout_rows = [&](LocalId r0, LocalId r1) {
-      kernels::dropout_forward(*dev_, key, graph_.global_ids.data() + r0, input_dropout_,
-                               x.rows_range(r0, r1), dropped.rows_range(r0, r1));
-    };
-    if (drop && l > 0) in = dropped;
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;
     DenseView y = last ? logits_.view() : x_[l + 1].view().rows_range(0, n_own);
-    if (split) {
-      const auto t_post = Clock::now();
-      if (drop) dropout_rows(0, n_own);
-      layers_[l]->forward_owned(graph_, in, y, ctx, [&rows] { rows.progress(); });
-      if (training) overlap_s_ += seconds_since(t_post);
-      rows.wait();
-      if (drop) dropout_rows(n_own, part_.num_local());
-      layers_[l]->forward_halo(graph_, in, y, ctx);
-      if (training) ++overlapped_;
+    if (l == 0) {
+      // In sparse and compact mode layer 0's dense input is gone; only its shape is passed.
+      DenseView x = (sparse_input_ || compact_input_)
+                        ? DenseView{nullptr, part_.num_local(), layers_[0]->in_dim()}
+                        : x_[0].view();
+      ConstDenseView in = x;
+      if (compact_input_) {
+        // Layer 0 reads positions and codebook; the kernels draw the dense path's dropout mask.
+        const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
+        layers_[0]->set_sparse_input(CompactView{part_.num_local(), layers_[0]->in_dim(), x0_slots_,
+                                                 x0_pos_.data(), x0_codebook_.data(),
+                                                 x0_slot_base_.data(), drop ? input_dropout_ : 0.0f,
+                                                 key, graph_.global_ids.data()});
+      } else if (sparse_input_) {
+        // Layer 0 reads the CSR (x only gives the shape); dropout draws the dense path's mask on
+        // the stored entries only.
+        CsrView xs = x0_csr_.view();
+        if (drop) {
+          const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch), 0};
+          kernels::dropout_csr(*dev_, key, graph_.global_ids.data(), input_dropout_, xs,
+                               x0_dropped_.data());
+          xs.val = x0_dropped_.data();
+        }
+        layers_[0]->set_sparse_input(xs);
+      } else if (drop) {
+        draw_layer0_dropout(epoch);
+        in = layer0_dropout_view();
+      }
+      layers_[0]->forward(graph_, in, y, ctx);
     } else {
-      if (drop && l > 0) dropout_rows(0, part_.num_local());
-      layers_[l]->forward(graph_, in, y, ctx);
+      // Overlap (docs/training.md "Overlap"): the exchange of the halo rows is posted, the layer
+      // computes what needs only owned rows while it is in flight, then the rest.
+      const LocalRows x = input_rows(l);
+      const bool split = overlap_layer(l, training);
+      Request rows;
+      if (split) {
+        rows = training ? policy_->start_forward(l, x) : policy_->start_forward_eval(l, epoch, x);
+      } else {
+        if (training) policy_->forward(l, x);
+        else policy_->forward_eval(l, epoch, x);
+      }
+      // Dropout: in place after ReLU (dropout_in_place), else into the layer's dropout copy;
+      // with overlap the owned rows now, the halo rows once they have arrived.
+      const LocalRows in = !drop ? x : dropout_in_place() ? x : dropout_rows(l);
+      const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
+                       static_cast<std::uint64_t>(l)};
+      auto drop_owned = [&] {
+        if (drop)
+          kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), input_dropout_, x.owned,
+                                   in.owned);
+      };
+      auto drop_halo = [&] {
+        if (drop)
+          kernels::dropout_forward(*dev_, key, graph_.global_ids.data() + n_own, input_dropout_,
+                                   x.halo, in.halo);
+      };
+      if (split) {
+        const auto t_post = Clock::now();
+        drop_owned();
+        layers_[l]->forward_owned(graph_, in.owned, y, ctx, [&rows] { rows.progress(); });
+        if (training) overlap_s_ += seconds_since(t_post);
+        rows.wait();
+        drop_halo();
+        layers_[l]->forward_halo(graph_, in.halo, y, ctx);
+        if (training) ++overlapped_;
+      } else {
+        drop_owned();
+        drop_halo();
+        layer_forward(l, in, y, ctx);
+      }
     }
     if (!last && !residual) activation_forward(*dev_, activation_, y);
     policy_->poll();
@@ -557,7 +637,6 @@ void Trainer::backward(std::int64_t epoch) {
     const bool last = l + 1 == cfg_.layers;
     ConstDenseView gy = last ? ConstDenseView(glogits_.view())
                              : ConstDenseView(gx_[l + 1].view().rows_range(0, n_own));
-    DenseView gx = gx_[l].view();
     // The dropped-out features layer 0 read in the forward, drawn again where they share memory
     // with the last layer's input gradient, whose last reader (layer L-2's backward) is done.
     if (l == 0 && drop && layer0_dropout_shared()) draw_layer0_dropout(epoch);
@@ -566,34 +645,40 @@ void Trainer::backward(std::int64_t epoch) {
       layers_[0]->backward(graph_, gy, DenseView{});
       break;
     }
+    const LocalRows gx = gradient_rows(l);
     const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
                      static_cast<std::uint64_t>(l)};
-    auto dropout_rows = [&](LocalId r0, LocalId r1) {
-      if (!drop) return;
-      const DenseView g = gx.rows_range(r0, r1);
-      kernels::dropout_backward(*dev_, key, graph_.global_ids.data() + r0, input_dropout_, g, g);
+    auto drop_owned = [&] {
+      if (drop)
+        kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), input_dropout_, gx.owned,
+                                  gx.owned);
+    };
+    auto drop_halo = [&] {
+      if (drop)
+        kernels::dropout_backward(*dev_, key, graph_.global_ids.data() + n_own, input_dropout_,
+                                  gx.halo, gx.halo);
     };
     if (overlap_layer(l, true)) {
       // Overlap: the halo rows' gradients first, sent while the owned rows' are computed; the
       // peers' gradients are added into the owned rows when those are final.
-      layers_[l]->backward_halo(graph_, gy, gx);
-      dropout_rows(n_own, part_.num_local());
+      layers_[l]->backward_halo(graph_, gy, gx.halo);
+      drop_halo();
       Request grads = policy_->start_backward(l, gx);
       const auto t_post = Clock::now();
-      layers_[l]->backward_owned(graph_, gy, gx, [&grads] { grads.progress(); });
-      dropout_rows(0, n_own);
+      layers_[l]->backward_owned(graph_, gy, gx.owned, [&grads] { grads.progress(); });
+      drop_owned();
       overlap_s_ += seconds_since(t_post);
       grads.wait();
       ++overlapped_;
     } else {
-      layers_[l]->backward(graph_, gy, gx);
-      dropout_rows(0, part_.num_local());
+      layer_backward(l, gy, gx);
+      drop_owned();
+      drop_halo();
       policy_->backward(l, gx);
     }
     // Through the activation of layer l-1, whose output is the owned part of x_l.
     if (!residual)
-      activation_backward(*dev_, activation_, x_[l].view().rows_range(0, n_own),
-                          gx.rows_range(0, n_own));
+      activation_backward(*dev_, activation_, x_[l].view().rows_range(0, n_own), gx.owned);
     policy_->poll();
   }
 }

@@ -32,6 +32,7 @@
 #include "training/metrics.hpp"
 #include "training/model_selection.hpp"
 #include "training/feature_rows.hpp"
+#include "training/halo_sharing.hpp"
 #include "training/train_config.hpp"
 #include "partition/local_partition.hpp"
 
@@ -142,6 +143,14 @@ class Trainer {
   /// Whether layer 0's dropped-out dense features live in the last layer's input gradient
   /// (drawn in the forward and again before layer 0's backward) instead of a buffer of their own.
   bool layer0_dropout_shared() const;
+  /// Layer l's input (l >= 1), its dropped-out copy (xd_[l]) and its input gradient, as owned
+  /// and halo rows.
+  LocalRows input_rows(int l);
+  LocalRows dropout_rows(int l);
+  LocalRows gradient_rows(int l);
+  /// Layer l's forward / backward with its rows as two views (split layers), or whole.
+  void layer_forward(int l, LocalRows in, DenseView y, const ForwardContext& ctx);
+  void layer_backward(int l, ConstDenseView gy, LocalRows gx);
   /// Where layer 0's dropped-out features are: xd_[0], or the start of gx_[layers - 1].
   DenseView layer0_dropout_view();
   /// Draws layer 0's dropout of epoch `epoch` from x_[0] into layer0_dropout_view().
@@ -191,10 +200,15 @@ class Trainer {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::unique_ptr<Optimizer> optimizer_;
 
-  std::vector<Matrix> x_;    ///< layer inputs, num_local x in_dim(l)
+  std::vector<Matrix> x_;    ///< layer inputs, num_local x in_dim(l) (num_owned rows when the
+                             ///< halo rows are elsewhere: halo_sharing_)
   std::vector<Matrix> xd_;   ///< after dropout (empty when dropout == 0, for l >= 1 when
                              ///< dropout_in_place(), for l = 0 when layer0_dropout_shared())
-  std::vector<Matrix> gx_;   ///< gradients w.r.t. layer inputs
+  std::vector<Matrix> gx_;   ///< gradients w.r.t. layer inputs (as x_)
+  /// Where each layer input's and input gradient's halo rows are (training/halo_sharing.hpp).
+  HaloSharing halo_sharing_;
+  Matrix shared_halo_;       ///< num_halo x shared_width, when the plan has a shared buffer
+  std::vector<DenseView> x_halo_, gx_halo_;  ///< layer l's halo rows, wherever they are
   Matrix logits_, glogits_;
   Buffer<std::int32_t> labels_;
   Buffer<std::uint8_t> label_matrix_, train_mask_, val_mask_;

@@ -2,7 +2,8 @@
 // "Overlap"): forward_owned must not read a halo row (they are in flight: here they hold NaN
 // until forward_halo), backward_halo must leave the halo rows of gx final (they are sent at once:
 // here they are checked before backward_owned runs), backward_owned must write every owned row,
-// and the halves together give the whole forward's and backward's bits.
+// and the halves together give the whole forward's and backward's bits. A layer that keeps no
+// input halo (Layer::keeps_input_halo) must not read its input's halo rows after forward_halo.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -71,29 +72,41 @@ TEST_P(SplitLayer, HalvesReadOnlyTheirRowsAndGiveTheWholeBits) {
   whole->forward(g, x.view(), y_whole.view(), ForwardContext{});
   whole->backward(g, gy.view(), gx_whole.view());
 
-  // Forward: the halo rows are NaN while forward_owned runs.
+  // Forward: the halo rows are NaN while forward_owned runs. A layer that keeps no input halo
+  // (keeps_input_halo) gets them as a matrix of their own, overwritten with NaN once
+  // forward_halo has returned (the trainer hands them to the next layer): its backward must
+  // not read them. One that keeps them gets one matrix, its halo rows after its owned rows.
+  const bool keeps = split->keeps_input_halo();
   Matrix xs = x.clone(cpu_device());
   fill_rows(xs, own, local, kNaN);
+  Matrix xh(local - own, cfg.in_dim);
+  fill_rows(xh, 0, local - own, kNaN);
   Matrix y(own, split->out_dim());
   fill_rows(y, 0, own, kNaN);
   int progress_calls = 0;
-  split->forward_owned(g, xs.view(), y.view(), ForwardContext{}, [&] { ++progress_calls; });
+  split->forward_owned(g, xs.view().rows_range(0, own), y.view(), ForwardContext{},
+                       [&] { ++progress_calls; });
   for (std::int64_t i = own; i < local; ++i)
-    for (std::int64_t j = 0; j < x.cols(); ++j) xs(i, j) = x(i, j);
-  split->forward_halo(g, xs.view(), y.view(), ForwardContext{});
+    for (std::int64_t j = 0; j < x.cols(); ++j) (keeps ? xs(i, j) : xh(i - own, j)) = x(i, j);
+  split->forward_halo(g, keeps ? xs.view().rows_range(own, local) : xh.view(), y.view(),
+                      ForwardContext{});
   expect_same_bits(y.to_host(), y_whole.to_host(), "y");
+  if (!keeps) fill_rows(xh, 0, local - own, kNaN);
 
-  // Backward: the halo rows of gx are final after backward_halo; backward_owned writes every
-  // owned row (NaN before).
-  Matrix gx(local, cfg.in_dim);
-  fill_rows(gx, 0, local, kNaN);
-  split->backward_halo(g, gy.view(), gx.view());
-  const std::vector<float> got = gx.to_host(), want = gx_whole.to_host();
-  expect_same_bits(std::vector<float>(got.begin() + own * cfg.in_dim, got.end()),
+  // Backward: the halo rows of gx (a matrix of their own) are final after backward_halo;
+  // backward_owned writes every owned row (NaN before).
+  Matrix gx_own(own, cfg.in_dim), gx_halo(local - own, cfg.in_dim);
+  fill_rows(gx_own, 0, own, kNaN);
+  fill_rows(gx_halo, 0, local - own, kNaN);
+  split->backward_halo(g, gy.view(), gx_halo.view());
+  const std::vector<float> want = gx_whole.to_host();
+  expect_same_bits(gx_halo.to_host(),
                    std::vector<float>(want.begin() + own * cfg.in_dim, want.end()),
                    "gx's halo rows after backward_halo");
-  split->backward_owned(g, gy.view(), gx.view(), [&] { ++progress_calls; });
-  expect_same_bits(gx.to_host(), want, "gx");
+  fill_rows(gx_halo, 0, local - own, kNaN);  // sent: the owned half must not read them
+  split->backward_owned(g, gy.view(), gx_own.view(), [&] { ++progress_calls; });
+  expect_same_bits(gx_own.to_host(),
+                   std::vector<float>(want.begin(), want.begin() + own * cfg.in_dim), "gx");
   const auto pw = whole->parameters(), ps = split->parameters();
   ASSERT_EQ(pw.size(), ps.size());
   for (std::size_t p = 0; p < pw.size(); ++p)
@@ -108,6 +121,15 @@ INSTANTIATE_TEST_SUITE_P(Layers, SplitLayer,
                                            config(ModelKind::sage, 8, 3),
                                            config(ModelKind::gin, 5, 8),
                                            config(ModelKind::gin, 8, 3)));
+
+TEST(SplitLayer, OnlyLayersThatTransformFirstKeepTheirInputHalo) {
+  for (const ModelKind kind : {ModelKind::gcn, ModelKind::sage, ModelKind::gin}) {
+    EXPECT_FALSE(make_layer(config(kind, 5, 8), 1, 1)->keeps_input_halo());
+    EXPECT_FALSE(make_layer(config(kind, 8, 8), 1, 1)->keeps_input_halo());
+    EXPECT_TRUE(make_layer(config(kind, 8, 3), 1, 1)->keeps_input_halo());
+  }
+  EXPECT_TRUE(make_layer(config(ModelKind::gat, 4, 4), 1, 1)->keeps_input_halo());
+}
 
 TEST(SplitLayer, GatAndResidualBlocksDoNotSplit) {
   EXPECT_FALSE(make_layer(config(ModelKind::gat, 4, 4), 1, 1)->splits());

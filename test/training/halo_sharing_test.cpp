@@ -1,0 +1,65 @@
+// The plan of which layer inputs and input gradients share their halo rows
+// (training/halo_sharing.hpp, docs/training.md "Halo rows shared by layers"). A layer input whose
+// halo rows another layer still needs must never be handed to a layer that writes them first.
+#include <gtest/gtest.h>
+
+#include "training/halo_sharing.hpp"
+
+namespace halognn {
+namespace {
+
+constexpr int kOwn = HaloSharing::kOwn, kShared = HaloSharing::kShared;
+
+HaloUse free_rows(std::int64_t w) { return {w, true, false}; }  // splits, keeps nothing
+HaloUse kept(std::int64_t w) { return {w, true, true}; }        // splits, transforms first
+HaloUse whole(std::int64_t w) { return {w, false, true}; }      // GAT, residual: no split
+
+TEST(HaloSharing, MiddleLayersUseTheHaloRowsOfTheLastKeptLayer) {
+  // The usual shape: layer 0 (features), hidden layers that aggregate first, the last layer
+  // transforms first (narrower output).
+  const HaloSharing s = plan_halo_sharing({kept(100), free_rows(64), free_rows(64), kept(64)});
+  EXPECT_EQ(s.input, (std::vector<int>{kOwn, 3, 3, kOwn}));
+  EXPECT_EQ(s.gradient, (std::vector<int>{kOwn, 3, 3, kOwn}));
+  EXPECT_EQ(s.shared_width, 0);
+  EXPECT_EQ(s.inputs_elsewhere(), 2);
+  EXPECT_EQ(s.gradients_elsewhere(), 2);
+}
+
+TEST(HaloSharing, AKeptLayerBeforeAFreeOneHostsNothing) {
+  // Layer 2 keeps its halo rows from its forward to its backward, when layer 3's forward has
+  // written its own: layer 3 must not use them. Layers 1 and 3 share a buffer instead.
+  const HaloSharing s = plan_halo_sharing({kept(10), free_rows(32), kept(64), free_rows(48)});
+  EXPECT_EQ(s.input, (std::vector<int>{kOwn, kShared, kOwn, kShared}));
+  EXPECT_EQ(s.shared_width, 48);
+}
+
+TEST(HaloSharing, ANarrowerLastLayerHostsNoWiderRows) {
+  const HaloSharing s = plan_halo_sharing({kept(10), free_rows(64), kept(32)});
+  EXPECT_EQ(s.input, (std::vector<int>{kOwn, kOwn, kOwn}));  // one free layer: nothing to share
+  EXPECT_EQ(s.gradient, (std::vector<int>{kOwn, kOwn, kOwn}));
+  EXPECT_EQ(s.shared_width, 0);
+  // Two free layers and no host: a shared buffer as wide as the widest.
+  const HaloSharing t = plan_halo_sharing({kept(10), free_rows(64), free_rows(16), kept(8)});
+  EXPECT_EQ(t.input, (std::vector<int>{kOwn, kShared, kShared, kOwn}));
+  EXPECT_EQ(t.shared_width, 64);
+  EXPECT_EQ(t.gradient, (std::vector<int>{kOwn, kOwn, kOwn, kOwn}));
+}
+
+TEST(HaloSharing, EveryLayerFreeSharesOneBuffer) {
+  // Classes wider than --hidden: the last layer aggregates first too.
+  const HaloSharing s = plan_halo_sharing({kept(10), free_rows(16), free_rows(16)});
+  EXPECT_EQ(s.input, (std::vector<int>{kOwn, kShared, kShared}));
+  EXPECT_EQ(s.shared_width, 16);
+  EXPECT_EQ(s.gradient, (std::vector<int>{kOwn, 2, kOwn}));
+}
+
+TEST(HaloSharing, LayersThatDoNotSplitKeepEverything) {
+  const HaloSharing s = plan_halo_sharing({whole(10), whole(16), whole(16), whole(8)});
+  EXPECT_EQ(s.input, (std::vector<int>(4, kOwn)));
+  EXPECT_EQ(s.gradient, (std::vector<int>(4, kOwn)));
+  EXPECT_EQ(plan_halo_sharing({kept(10), free_rows(16)}).inputs_elsewhere(), 0);
+  EXPECT_EQ(plan_halo_sharing({kept(10)}).gradients_elsewhere(), 0);
+}
+
+}  // namespace
+}  // namespace halognn
