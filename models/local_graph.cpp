@@ -58,10 +58,6 @@ LocalGraph LocalGraph::build(const LocalPartition& part, DevicePtr dev) {
   g.num_owned = part.num_owned;
   g.num_halo = part.num_halo;
   g.adj = CsrMatrix(part.num_owned, n_local, part.row_ptr, part.col, {}, dev);
-  std::vector<std::int32_t> t_ptr;
-  std::vector<LocalId> t_col;
-  transpose_host(part.num_owned, n_local, part.row_ptr, part.col, t_ptr, t_col);
-  g.adj_t = CsrMatrix(n_local, part.num_owned, t_ptr, t_col, {}, dev);
   std::vector<float> degree(part.global_degree.begin(), part.global_degree.end());
   g.degree = Buffer<float>::from_host(degree, dev);
   g.global_ids = Buffer<GlobalId>::from_host(part.global_ids, dev);

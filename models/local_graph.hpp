@@ -19,8 +19,9 @@ struct GraphOperator;
 struct LocalGraph {
   DevicePtr dev;
   LocalId num_owned = 0, num_halo = 0;
-  CsrMatrix adj;         ///< num_owned x num_local, structure only (no values), no self-loops
-  CsrMatrix adj_t;       ///< its transpose (num_local x num_owned), for backward passes
+  /// num_owned x num_local, structure only (no values), no self-loops: what the operators are
+  /// built from (backward passes use their transposes).
+  CsrMatrix adj;
   Buffer<float> degree;  ///< num_local: global degree (self-loops excluded)
   Buffer<GlobalId> global_ids;  ///< num_local
   /// The operators layers derived from this graph, by kind (shared_graph_operator): the layers

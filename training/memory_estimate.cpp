@@ -170,8 +170,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   double partition_host = kL * nl + kL * nl + kI * (own + 1) + kI * nnz + kI * (sends + recvs) +
                           (s.multilabel ? own * classes : kI * own) + 3 * own +
                           (kI + kL) * (sends + recvs);
-  // LocalGraph (structure and its transpose, degrees, global ids) and the plan's index arrays.
-  double graph = kI * (own + 1) + kI * nnz + kI * (nl + 1) + kI * nnz + kF * nl + kL * nl +
+  // LocalGraph (structure, degrees, global ids) and the plan's index arrays.
+  double graph = kI * (own + 1) + kI * nnz + kF * nl + kL * nl +
                  (kI + kL) * (sends + recvs);
   // One normalised operator and its transpose, shared by every layer (shared_graph_operator):
   // GCN A+I with values, SAGE A with values, GAT A+I structure only, GIN A structure only; split
