@@ -44,8 +44,15 @@ HaloPlan reverse_of(const std::shared_ptr<const HaloPlan>& plan) {
 /// Whether an exchange needs a row buffer for its gathered send slots: the send side is not the
 /// identity, and the codec's blocks are not the rows themselves (a raw-rows codec gathers
 /// straight into the message bytes).
-bool needs_send_rows(const SlotMap& out, const Codec& codec, std::int64_t cols) {
-  return !out.is_identity() && out.total() > 0 && cols > 0 && !codec.raw_rows();
+/// Whether the codec reads a selection's rows from the source through the slot rows (packing
+/// fused with encoding: Codec::gathers), so that nothing is gathered first.
+bool encodes_gathered(const SlotMap& out, const Codec& codec, const Device& dev) {
+  return out.is_selection() && !codec.raw_rows() && codec.gathers(dev);
+}
+
+bool needs_send_rows(const SlotMap& out, const Codec& codec, std::int64_t cols, const Device& dev) {
+  return !out.is_identity() && out.total() > 0 && cols > 0 && !codec.raw_rows() &&
+         !encodes_gathered(out, codec, dev);
 }
 
 /// Whether an exchange needs a row buffer for its decoded receive slots: they cannot land in the
@@ -147,7 +154,7 @@ void HaloExchange::share_workspaces(const std::vector<Shape>& shapes) {
     for (std::size_t k = 0; k < in.num_peers(); ++k) rb += c.encoded_size(in.count(k), sh.cols).total();
     z.send_bytes = std::max(z.send_bytes, sb);
     z.recv_bytes = std::max(z.recv_bytes, rb);
-    if (needs_send_rows(out, c, sh.cols))
+    if (needs_send_rows(out, c, sh.cols, dev))
       z.send_rows = std::max(z.send_rows, static_cast<std::size_t>(out.total() * sh.cols));
     if (needs_recv_rows(in, /*accumulate=*/sh.dir == Direction::backward, c, sh.cols))
       z.recv_rows = std::max(z.recv_rows, static_cast<std::size_t>(in.total() * sh.cols));
@@ -268,13 +275,15 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   // A raw-rows codec's blocks are the slots themselves, peer after peer: the pack writes them
   // into the message bytes and there is nothing left to encode.
   const bool raw = codec->raw_rows();
-  if (needs_send_rows(out, *codec, cols))
+  if (needs_send_rows(out, *codec, cols, dev))
     ensure(ws->send_rows, static_cast<std::size_t>(out.total() * cols), dev_ptr);
   const double alloc_s = seconds_since(t_alloc);
 
   // Pack: the identity sends the source as it is; otherwise slots = R_send · src.
+  // A codec that gathers reads a selection's rows from the source itself.
+  const bool gathered = pack && encodes_gathered(out, *codec, dev);
   ConstDenseView packed = src;
-  if (pack) {
+  if (pack && !gathered) {
     float* into = raw ? reinterpret_cast<float*>(ws->send_bytes.data()) : ws->send_rows.data();
     DenseView slots{into, out.total(), cols};
     out.pack(dev, src, slots);
@@ -288,8 +297,9 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
       CodecContext ctx = base_ctx;
       ctx.row_ids = out.keys() + out.offset(k);
       const std::int64_t off = out.offset(k);
-      codec->encode(dev, packed.rows_range(off, off + count), ctx,
-                    std::span<std::byte>(ws->send_bytes.data() + send_off[k], send_size[k].total()));
+      const std::span<std::byte> block(ws->send_bytes.data() + send_off[k], send_size[k].total());
+      if (gathered) codec->encode_gathered(dev, src, out.rows() + off, count, ctx, block);
+      else codec->encode(dev, packed.rows_range(off, off + count), ctx, block);
     }
   }
 

@@ -57,6 +57,18 @@ class Codec {
   /// bytes on the same device. Throws Error on non-finite input.
   virtual void encode(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
                       std::span<std::byte> out) const = 0;
+  /// Whether encode_gathered reads a block's rows from their matrix through an index on `dev`,
+  /// so that the halo exchange gathers nothing into a row buffer first (packing fused with
+  /// encoding): the CPU paths of the q and fp16/bf16 codecs.
+  virtual bool gathers(const Device& dev) const {
+    (void)dev;
+    return false;
+  }
+  /// encode() of the block whose row i is src.row(index[i]), 0 <= i < count: the same bytes as
+  /// encoding those rows gathered into a matrix of their own (gathers(dev) only).
+  virtual void encode_gathered(const Device& dev, ConstDenseView src, const LocalId* index,
+                               std::int64_t count, const CodecContext& ctx,
+                               std::span<std::byte> out) const;
   /// Decodes `in` (as written by encode for the same shape) into `rows`.
   virtual void decode(const Device& dev, std::span<const std::byte> in, const CodecContext& ctx,
                       DenseView rows) const = 0;

@@ -81,6 +81,12 @@ const std::vector<std::string>& codec_names() {
   return names;
 }
 
+void Codec::encode_gathered(const Device& dev, ConstDenseView, const LocalId*, std::int64_t,
+                            const CodecContext&, std::span<std::byte>) const {
+  throw Error("codec " + name() + ": encode_gathered on " + dev.name() +
+              " is not implemented (gathers() is false)");
+}
+
 std::unique_ptr<Codec> make_codec(std::string_view name) {
   if (name == "fp32") return make_fp32_codec();
   if (name == "fp16") return make_fp16_codec();

@@ -22,6 +22,18 @@ static_assert(std::endian::native == std::endian::little, "halognn codecs assume
 /// can be a few rows, and waking the OpenMP team would cost more than the work.
 constexpr std::int64_t kParallelMinElements = 1 << 15;
 
+/// The rows of a block being encoded: a matrix's rows in order, or, gathered, row i is
+/// src.row(index[i]) (Codec::encode_gathered).
+struct BlockRows {
+  ConstDenseView src;
+  const LocalId* index = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  BlockRows(ConstDenseView m) : src(m), rows(m.rows), cols(m.cols) {}  // NOLINT: a plain block
+  BlockRows(ConstDenseView m, const LocalId* idx, std::int64_t count)
+      : src(m), index(idx), rows(count), cols(m.cols) {}
+  const float* row(std::int64_t i) const { return src.row(index ? index[i] : i); }
+};
+
 /// Throws unless the codec can run on `dev` and the buffer has exactly the expected size.
 inline void check_call(const Codec& codec, const Device& dev, std::size_t buffer_bytes,
                        std::int64_t rows, std::int64_t cols, const char* what) {
@@ -50,7 +62,7 @@ inline std::int64_t first_non_finite(const float* row, std::int64_t cols) {
 /// Throws the error for the first row with a non-finite value, if any (rows were checked in
 /// parallel; `bad[i]` != 0 marks them). The smallest block row is reported, so the message does
 /// not depend on thread timing.
-inline void throw_first_non_finite(const Codec& codec, ConstDenseView rows, const CodecContext& ctx,
+inline void throw_first_non_finite(const Codec& codec, const BlockRows& rows, const CodecContext& ctx,
                                    const std::vector<std::uint8_t>& bad) {
   for (std::int64_t i = 0; i < rows.rows; ++i) {
     if (!bad[i]) continue;

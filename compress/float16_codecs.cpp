@@ -101,11 +101,35 @@ class HalfCodec final : public Codec {
       std::memcpy(dst + k0 * 2, buf, static_cast<std::size_t>(len) * 2);
       any_bad = any_bad || bad;
     }
-    if (!any_bad) return;
-    std::vector<std::uint8_t> bad(static_cast<std::size_t>(rows.rows), 0);
-    for (std::int64_t i = 0; i < rows.rows; ++i)
-      bad[i] = codec_detail::first_non_finite(rows.row(i), rows.cols) >= 0 ? 1 : 0;
-    codec_detail::throw_first_non_finite(*this, rows, ctx, bad);
+    if (any_bad) throw_bad_row(rows, ctx);
+  }
+
+  bool gathers(const Device& dev) const override { return dev.is_host(); }
+
+  void encode_gathered(const Device& dev, ConstDenseView src, const LocalId* index,
+                       std::int64_t count, const CodecContext& ctx,
+                       std::span<std::byte> out) const override {
+    const codec_detail::BlockRows rows(src, index, count);
+    codec_detail::check_call(*this, dev, out.size(), count, src.cols, "encode");
+    // Row by row (each row is contiguous in src), kStep values at a time: every value is
+    // converted on its own, so the bytes are those of the gathered block.
+    const std::int64_t cols = src.cols;
+    const auto convert_step = HalfLoops<kind>::pick().convert;
+    bool any_bad = false;
+#pragma omp parallel for schedule(static) reduction(|| : any_bad) \
+    if (count * cols >= codec_detail::kParallelMinElements)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float* row = rows.row(i);
+      std::byte* dst = out.data() + i * cols * 2;
+      for (std::int64_t k0 = 0; k0 < cols; k0 += kStep) {
+        const std::int64_t len = std::min(kStep, cols - k0);
+        alignas(64) std::uint16_t buf[kStep];
+        const bool bad = convert_step(row + k0, len, buf);
+        std::memcpy(dst + k0 * 2, buf, static_cast<std::size_t>(len) * 2);
+        any_bad = any_bad || bad;
+      }
+    }
+    if (any_bad) throw_bad_row(rows, ctx);
   }
 
   void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,
@@ -131,6 +155,15 @@ class HalfCodec final : public Codec {
   }
 
  private:
+  /// Throws the error of the first row with a non-finite value (the caller found one).
+  [[noreturn]] void throw_bad_row(const codec_detail::BlockRows& rows, const CodecContext& ctx) const {
+    std::vector<std::uint8_t> bad(static_cast<std::size_t>(rows.rows), 0);
+    for (std::int64_t i = 0; i < rows.rows; ++i)
+      bad[static_cast<std::size_t>(i)] = codec_detail::first_non_finite(rows.row(i), rows.cols) >= 0 ? 1 : 0;
+    codec_detail::throw_first_non_finite(*this, rows, ctx, bad);
+    throw Error("codec " + name() + ": a non-finite value was reported but not found");
+  }
+
   /// The GPU path (compress/codecs_cuda.cu), byte-identical to the CPU path; a non-finite value
   /// is reported by encoding a host copy, which throws the CPU path's message.
   void encode_on_gpu(const Device& dev, ConstDenseView rows, const CodecContext& ctx,

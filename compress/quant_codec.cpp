@@ -94,7 +94,7 @@ inline std::int32_t order_key(std::uint32_t bits) {
 /// The row loops of the CPU's instruction set for b = kBits.
 template <int kBits>
 struct RowLoops {
-  using Encode = std::int64_t (*)(ConstDenseView, std::int64_t, std::int64_t, MetaFormat,
+  using Encode = std::int64_t (*)(const codec_detail::BlockRows&, std::int64_t, std::int64_t, MetaFormat,
                                   const GlobalId*, const CounterRng&, std::byte*, std::uint8_t*,
                                   std::uint32_t*);
   using Decode = void (*)(const std::uint8_t*, const std::byte*, MetaFormat, std::int64_t,
@@ -119,7 +119,7 @@ std::int64_t rows_per_item(std::int64_t cols) {
 /// Encodes a whole block with the loops of one width: items of whole rows in parallel, each in
 /// one pass over its values. Returns the smallest row that cannot be encoded, or -1.
 template <int kBits>
-std::int64_t encode_block(ConstDenseView rows, MetaFormat m, const GlobalId* ids,
+std::int64_t encode_block(const codec_detail::BlockRows& rows, MetaFormat m, const GlobalId* ids,
                           const CounterRng& rng, std::byte* meta, std::uint8_t* payload) {
   const auto loops = RowLoops<kBits>::pick();
   const std::int64_t per_item = rows_per_item(rows.cols);
@@ -171,24 +171,15 @@ class QuantCodec final : public Codec {
   void encode(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
               std::span<std::byte> out) const override {
     if (dev.kind() == DeviceKind::cuda) return encode_on_gpu(dev, rows, ctx, out);
-    codec_detail::check_call(*this, dev, out.size(), rows.rows, rows.cols, "encode");
-    const std::int64_t n_rows = rows.rows, cols = rows.cols;
-    if (n_rows == 0) return;
-    if (!ctx.row_ids)
-      throw Error("codec " + name() + ": encode needs the global row ids (CodecContext::row_ids)");
-    const std::size_t meta_bytes = encoded_size(n_rows, cols).metadata;
-    std::byte* meta = out.data();
-    auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + meta_bytes);
-    const CounterRng rng(quant::quantize_key(ctx.seed, ctx.epoch, ctx.layer,
-                                             static_cast<std::uint32_t>(ctx.direction)));
-    std::int64_t bad = -1;
-    switch (bits_) {
-      case 8: bad = encode_block<8>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
-      case 4: bad = encode_block<4>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
-      case 2: bad = encode_block<2>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
-      default: bad = encode_block<1>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
-    }
-    if (bad >= 0) throw_row_error(rows, ctx, bad);
+    encode_host(dev, rows, ctx, out);
+  }
+
+  bool gathers(const Device& dev) const override { return dev.is_host(); }
+
+  void encode_gathered(const Device& dev, ConstDenseView src, const LocalId* index,
+                       std::int64_t count, const CodecContext& ctx,
+                       std::span<std::byte> out) const override {
+    encode_host(dev, codec_detail::BlockRows(src, index, count), ctx, out);
   }
 
   void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,
@@ -214,6 +205,29 @@ class QuantCodec final : public Codec {
   }
 
  private:
+  /// The CPU path, for a plain block and a gathered one alike.
+  void encode_host(const Device& dev, const codec_detail::BlockRows& rows, const CodecContext& ctx,
+                   std::span<std::byte> out) const {
+    codec_detail::check_call(*this, dev, out.size(), rows.rows, rows.cols, "encode");
+    const std::int64_t n_rows = rows.rows, cols = rows.cols;
+    if (n_rows == 0) return;
+    if (!ctx.row_ids)
+      throw Error("codec " + name() + ": encode needs the global row ids (CodecContext::row_ids)");
+    const std::size_t meta_bytes = encoded_size(n_rows, cols).metadata;
+    std::byte* meta = out.data();
+    auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + meta_bytes);
+    const CounterRng rng(quant::quantize_key(ctx.seed, ctx.epoch, ctx.layer,
+                                             static_cast<std::uint32_t>(ctx.direction)));
+    std::int64_t bad = -1;
+    switch (bits_) {
+      case 8: bad = encode_block<8>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
+      case 4: bad = encode_block<4>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
+      case 2: bad = encode_block<2>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
+      default: bad = encode_block<1>(rows, meta_, ctx.row_ids, rng, meta, payload); break;
+    }
+    if (bad >= 0) throw_row_error(rows, ctx, bad);
+  }
+
   /// The GPU path (compress/codecs_cuda.cu): the same bytes as the CPU path. When a row cannot be
   /// encoded, the block is encoded again on a host copy, which throws the CPU path's message.
   void encode_on_gpu(const Device& dev, ConstDenseView rows, const CodecContext& ctx,
@@ -237,7 +251,8 @@ class QuantCodec final : public Codec {
   }
 
   /// Throws the error of block row i, the smallest one that cannot be encoded.
-  [[noreturn]] void throw_row_error(ConstDenseView rows, const CodecContext& ctx, std::int64_t i) const {
+  [[noreturn]] void throw_row_error(const codec_detail::BlockRows& rows, const CodecContext& ctx,
+                                    std::int64_t i) const {
     const float* src = rows.row(i);
     const RowRange range = isa_sse2::row_range(src, rows.cols);
     if (!range.finite) {

@@ -357,6 +357,10 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     max_send_rows = std::max(max_send_rows, send_rows);
     max_recv_rows = std::max(max_recv_rows, recv_rows);
   };
+  // Codec::gathers: a CPU codec encodes plain halo rows straight from the layer's rows.
+  auto reads_slot_rows = [&](const Codec& c) {
+    return where.device_is_host && cfg.halo_rows == HaloRows::plain && c.gathers(*cpu_device());
+  };
   double compact_positions = 0;
   for (int l = 0; l < L; ++l) {
     const std::int64_t w = dims[static_cast<std::size_t>(l)].in;
@@ -368,10 +372,14 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       continue;
     }
     if (l == 0 && feature_rows) continue;  // host messages, gone after the exchange
-    // The gathered send rows, unless a raw-rows codec (fp32) gathers into the message bytes;
+    // The gathered send rows, unless a raw-rows codec (fp32) gathers into the message bytes or
+    // the codec reads plain rows through the slot rows itself (Codec::gathers, on the CPU);
     // refresh gathers every slot of layers >= 1 before choosing (a matrix of the same size).
-    const double f_rows =
-        (!s.send_contiguous && w > 0 && ((refresh && l > 0) || !fc.raw_rows())) ? kF * sends * wd : 0;
+    const bool gathers = reads_slot_rows(fc);
+    const double f_rows = (!s.send_contiguous && w > 0 &&
+                           ((refresh && l > 0) || (!fc.raw_rows() && !gathers)))
+                              ? kF * sends * wd
+                              : 0;
     one(encoded(fc, s.send_counts, w), encoded(fc, s.recv_counts, w), f_rows, 0);
     if (l > 0)
       largest_forward = std::max(largest_forward, encoded(fc, s.send_counts, w) +
@@ -403,7 +411,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     if (shared) return exchange;  // the first exchange allocates the whole shared set
     const std::int64_t w = dims[0].in;
     return encoded(*layer0, s.send_counts, w) + encoded(*layer0, s.recv_counts, w) +
-           ((!s.send_contiguous && w > 0 && !layer0->raw_rows()) ? kF * sends * static_cast<double>(w)
+           ((!s.send_contiguous && w > 0 && !layer0->raw_rows() && !reads_slot_rows(*layer0))
+                ? kF * sends * static_cast<double>(w)
                                                                   : 0);
   }();
   const bool stage = !where.device_is_host && !where.transport_takes_device_memory;

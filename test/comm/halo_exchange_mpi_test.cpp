@@ -226,8 +226,9 @@ TEST_F(HaloExchangeTest, SharedWorkspacesServeEveryLayerWithTheLargestExchangesM
 TEST_F(HaloExchangeTest, RawRowCodecsNeedNoRowBuffers) {
   // fp32 blocks are the rows themselves: the forward gathers the sent slots straight into the
   // message bytes and the backward scatters the received ones straight from them, so a (layer,
-  // direction) holds its blocks only; a codec with an encoding (q8) also holds the gathered rows
-  // forward (when the send side is not the identity) and the decoded rows backward.
+  // direction) holds its blocks only; a codec with an encoding (q8) also holds the decoded rows
+  // backward, and on the CPU, where it encodes the sent rows straight from the source, no
+  // gathered rows.
   const std::uint64_t seed = 12;
   Scenario s = make_setup(seed, 300, size, rank, 3);
   const std::int64_t w = 6;
@@ -235,6 +236,7 @@ TEST_F(HaloExchangeTest, RawRowCodecsNeedNoRowBuffers) {
   const SlotMap& in = s.plan->recv();
   ASSERT_TRUE(make_codec("fp32")->raw_rows());
   ASSERT_FALSE(make_codec("q8")->raw_rows());
+  ASSERT_TRUE(make_codec("q8")->gathers(*cpu_device()));
   for (const char* name : {"fp32", "q8"}) {
     SCOPED_TRACE(name);
     std::shared_ptr<const Codec> codec = make_codec(name);
@@ -257,11 +259,13 @@ TEST_F(HaloExchangeTest, RawRowCodecsNeedNoRowBuffers) {
     for (std::size_t k = 0; k < in.num_peers(); ++k) blocks += 2 * codec->encoded_size(in.count(k), w).total();
     const std::size_t row = sizeof(float) * static_cast<std::size_t>(w);
     // Gathered rows: forward the S sent slots (unless the identity), backward the R halo slots
-    // (unless the identity); decoded rows: backward the S slots it accumulates.
+    // (unless the identity), neither when the codec reads them through the slot rows itself
+    // (Codec::gathers: the CPU q codecs); decoded rows: backward the S slots it accumulates.
     const auto n_out = static_cast<std::size_t>(out.total()), n_in = static_cast<std::size_t>(in.total());
-    const std::size_t rows = codec->raw_rows() ? 0
-                                               : row * ((out.is_identity() ? 0 : n_out) +
-                                                        (in.is_identity() ? 0 : n_in) + n_out);
+    const std::size_t gathered = codec->gathers(*cpu_device())
+                                     ? 0
+                                     : (out.is_identity() ? 0 : n_out) + (in.is_identity() ? 0 : n_in);
+    const std::size_t rows = codec->raw_rows() ? 0 : row * (gathered + n_out);
     EXPECT_EQ(ex.workspace_bytes(), blocks + rows);
   }
 }
