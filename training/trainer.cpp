@@ -511,6 +511,15 @@ DenseView whole(const LocalRows& r) {
 }
 }  // namespace
 
+void Trainer::dropout_part(std::int64_t epoch, int l, bool halo, bool backward, ConstDenseView src,
+                           DenseView dst) {
+  const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
+                   static_cast<std::uint64_t>(l)};
+  const GlobalId* ids = graph_.global_ids.data() + (halo ? part_.num_owned : 0);
+  if (backward) kernels::dropout_backward(*dev_, key, ids, input_dropout_, src, dst);
+  else kernels::dropout_forward(*dev_, key, ids, input_dropout_, src, dst);
+}
+
 void Trainer::layer_forward(int l, LocalRows in, DenseView y, const ForwardContext& ctx) {
   Layer& layer = *layers_[static_cast<std::size_t>(l)];
   if (!layer.splits()) {
@@ -583,17 +592,11 @@ void Trainer::forward(std::int64_t epoch, bool training) {
       // Dropout: in place after ReLU (dropout_in_place), else into the layer's dropout copy;
       // with overlap the owned rows now, the halo rows once they have arrived.
       const LocalRows in = !drop ? x : dropout_in_place() ? x : dropout_rows(l);
-      const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
-                       static_cast<std::uint64_t>(l)};
       auto drop_owned = [&] {
-        if (drop)
-          kernels::dropout_forward(*dev_, key, graph_.global_ids.data(), input_dropout_, x.owned,
-                                   in.owned);
+        if (drop) dropout_part(epoch, l, false, false, x.owned, in.owned);
       };
       auto drop_halo = [&] {
-        if (drop)
-          kernels::dropout_forward(*dev_, key, graph_.global_ids.data() + n_own, input_dropout_,
-                                   x.halo, in.halo);
+        if (drop) dropout_part(epoch, l, true, false, x.halo, in.halo);
       };
       if (split) {
         const auto t_post = Clock::now();
@@ -646,17 +649,11 @@ void Trainer::backward(std::int64_t epoch) {
       break;
     }
     const LocalRows gx = gradient_rows(l);
-    const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
-                     static_cast<std::uint64_t>(l)};
     auto drop_owned = [&] {
-      if (drop)
-        kernels::dropout_backward(*dev_, key, graph_.global_ids.data(), input_dropout_, gx.owned,
-                                  gx.owned);
+      if (drop) dropout_part(epoch, l, false, true, gx.owned, gx.owned);
     };
     auto drop_halo = [&] {
-      if (drop)
-        kernels::dropout_backward(*dev_, key, graph_.global_ids.data() + n_own, input_dropout_,
-                                  gx.halo, gx.halo);
+      if (drop) dropout_part(epoch, l, true, true, gx.halo, gx.halo);
     };
     if (overlap_layer(l, true)) {
       // Overlap: the halo rows' gradients first, sent while the owned rows' are computed; the

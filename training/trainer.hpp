@@ -148,6 +148,10 @@ class Trainer {
   LocalRows input_rows(int l);
   LocalRows dropout_rows(int l);
   LocalRows gradient_rows(int l);
+  /// Layer l's dropout of epoch `epoch` on its owned rows or (halo) its halo rows: forward from
+  /// src into dst, or backward on a gradient (src and dst the same rows).
+  void dropout_part(std::int64_t epoch, int l, bool halo, bool backward, ConstDenseView src,
+                    DenseView dst);
   /// Layer l's forward / backward with its rows as two views (split layers), or whole.
   void layer_forward(int l, LocalRows in, DenseView y, const ForwardContext& ctx);
   void layer_backward(int l, ConstDenseView gy, LocalRows gx);
