@@ -62,7 +62,8 @@ inline std::int64_t first_non_finite(const float* row, std::int64_t cols) {
 /// Throws the error for the first row with a non-finite value, if any (rows were checked in
 /// parallel; `bad[i]` != 0 marks them). The smallest block row is reported, so the message does
 /// not depend on thread timing.
-inline void throw_first_non_finite(const Codec& codec, const BlockRows& rows, const CodecContext& ctx,
+inline void throw_first_non_finite(const Codec& codec, const BlockRows& rows,
+                                   const CodecContext& ctx,
                                    const std::vector<std::uint8_t>& bad) {
   for (std::int64_t i = 0; i < rows.rows; ++i) {
     if (!bad[i]) continue;

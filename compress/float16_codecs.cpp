@@ -156,10 +156,12 @@ class HalfCodec final : public Codec {
 
  private:
   /// Throws the error of the first row with a non-finite value (the caller found one).
-  [[noreturn]] void throw_bad_row(const codec_detail::BlockRows& rows, const CodecContext& ctx) const {
+  [[noreturn]] void throw_bad_row(const codec_detail::BlockRows& rows,
+                                  const CodecContext& ctx) const {
     std::vector<std::uint8_t> bad(static_cast<std::size_t>(rows.rows), 0);
     for (std::int64_t i = 0; i < rows.rows; ++i)
-      bad[static_cast<std::size_t>(i)] = codec_detail::first_non_finite(rows.row(i), rows.cols) >= 0 ? 1 : 0;
+      bad[static_cast<std::size_t>(i)] =
+          codec_detail::first_non_finite(rows.row(i), rows.cols) >= 0 ? 1 : 0;
     codec_detail::throw_first_non_finite(*this, rows, ctx, bad);
     throw Error("codec " + name() + ": a non-finite value was reported but not found");
   }

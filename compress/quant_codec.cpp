@@ -94,7 +94,8 @@ inline std::int32_t order_key(std::uint32_t bits) {
 /// The row loops of the CPU's instruction set for b = kBits.
 template <int kBits>
 struct RowLoops {
-  using Encode = std::int64_t (*)(const codec_detail::BlockRows&, std::int64_t, std::int64_t, MetaFormat,
+  using Encode = std::int64_t (*)(const codec_detail::BlockRows&, std::int64_t, std::int64_t,
+                                  MetaFormat,
                                   const GlobalId*, const CounterRng&, std::byte*, std::uint8_t*,
                                   std::uint32_t*);
   using Decode = void (*)(const std::uint8_t*, const std::byte*, MetaFormat, std::int64_t,

@@ -122,8 +122,8 @@ inline void aggregate_owned(const Device& dev, const GraphOperator& op, ConstDen
 /// halo rows.
 inline void aggregate_halo(const Device& dev, const GraphOperator& op, ConstDenseView x_halo,
                            const float* bias, DenseView y) {
-  GNN_ASSERT(x_halo.rows == op.a_halo.cols(), "aggregate_halo: ", x_halo.rows, " halo rows, the operator has ",
-             op.a_halo.cols());
+  GNN_ASSERT(x_halo.rows == op.a_halo.cols(), "aggregate_halo: ", x_halo.rows,
+             " halo rows, the operator has ", op.a_halo.cols());
   kernels::spmm_bias(dev, op.a_halo.view(), x_halo, 1.0f, bias, y);
 }
 

@@ -5,7 +5,8 @@
 namespace halognn {
 
 int HaloSharing::inputs_elsewhere() const {
-  return static_cast<int>(std::count_if(input.begin(), input.end(), [](int h) { return h != kOwn; }));
+  return static_cast<int>(
+      std::count_if(input.begin(), input.end(), [](int h) { return h != kOwn; }));
 }
 
 int HaloSharing::gradients_elsewhere() const {

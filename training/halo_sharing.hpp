@@ -1,7 +1,8 @@
 #pragma once
 /// @file halo_sharing.hpp
 /// Which layer inputs (and input gradients) hold their halo rows themselves, and which hand them
-/// to a buffer another layer's halo rows also use (docs/training.md "Halo rows shared by layers"). The halo rows of a
+/// to a buffer another layer's halo rows also use (docs/training.md "Halo rows shared by
+/// layers"). The halo rows of a
 /// layer input are written by the exchange in the layer's forward; a layer that splits and does
 /// not keep them (Layer::keeps_input_halo) reads them in that forward only, so every such layer
 /// can use the same rows one after the other. Input gradients' halo rows live from the layer's

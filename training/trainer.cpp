@@ -183,17 +183,18 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   }
   if (halo_sharing_.shared_width > 0)
     shared_halo_ = Matrix(part_.num_halo, halo_sharing_.shared_width, dev_);
-  auto halo_of = [&](std::vector<Matrix>& m, int host, std::int64_t l) {
-    const std::int64_t w = layers_[static_cast<std::size_t>(l)]->in_dim();
-    if (host == HaloSharing::kOwn) return m[static_cast<std::size_t>(l)].view().rows_range(n_own, n_local);
-    float* at = host == HaloSharing::kShared
-                    ? shared_halo_.data()
-                    : m[static_cast<std::size_t>(host)].data() + n_own * m[static_cast<std::size_t>(host)].cols();
-    return DenseView{at, part_.num_halo, w};
+  // Where layer l's halo rows are: after its owned rows, in the shared buffer, or in the halo
+  // rows of layer `host`'s matrix.
+  auto halo_of = [&](std::vector<Matrix>& m, int host, std::size_t l) {
+    if (host == HaloSharing::kOwn) return m[l].view().rows_range(n_own, n_local);
+    const bool shared = host == HaloSharing::kShared;
+    Matrix& h = shared ? shared_halo_ : m[static_cast<std::size_t>(host)];
+    return DenseView{h.data() + (shared ? 0 : n_own * h.cols()), part_.num_halo,
+                     layers_[l]->in_dim()};
   };
-  for (int l = 0; l < cfg_.layers; ++l) {
-    x_halo_.push_back(l == 0 ? DenseView{} : halo_of(x_, halo_sharing_.input[static_cast<std::size_t>(l)], l));
-    gx_halo_.push_back(l == 0 ? DenseView{} : halo_of(gx_, halo_sharing_.gradient[static_cast<std::size_t>(l)], l));
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    x_halo_.push_back(l == 0 ? DenseView{} : halo_of(x_, halo_sharing_.input[l], l));
+    gx_halo_.push_back(l == 0 ? DenseView{} : halo_of(gx_, halo_sharing_.gradient[l], l));
   }
   {
     PolicyConfig pc;
@@ -506,7 +507,8 @@ LocalRows Trainer::gradient_rows(int l) {
 namespace {
 /// One view of owned and halo rows that are one matrix (layers that do not split).
 DenseView whole(const LocalRows& r) {
-  GNN_ASSERT(r.contiguous(), "a layer that does not split got its halo rows apart from its owned rows");
+  GNN_ASSERT(r.contiguous(),
+             "a layer that does not split got its halo rows apart from its owned rows");
   return {r.owned.data, r.rows(), r.cols()};
 }
 }  // namespace

@@ -3,11 +3,12 @@
 /// Full-graph training on one rank of P: the layer stack, dropout and activations, loss, gradient
 /// all-reduce, optimiser, evaluation and metrics.
 ///
-/// Per epoch and layer l: the input x_l holds owned rows then halo rows. The owned rows come from
-/// layer l-1 (or the features), the halo rows from the exchange policy (layer 0: once, at
-/// start-up, since features never change). Dropout masks are keyed by (seed, epoch, layer, global
-/// id), so a halo row gets the mask its owner would give it and P-rank training equals 1-rank
-/// training. Backward mirrors it: each layer's backward yields gradients for owned and halo rows;
+/// Per epoch and layer l: the input x_l holds owned rows then halo rows (the halo rows of some
+/// layers in another layer's matrix: docs/training.md "Halo rows shared by layers"). The owned
+/// rows come from layer l-1 (or the features), the halo rows from the exchange policy (layer 0:
+/// once, at start-up, since features never change). Dropout masks are keyed by (seed, epoch,
+/// layer, global id), so a halo row gets the mask its owner would give it and P-rank training
+/// equals 1-rank training. Backward mirrors it: each layer's backward yields gradients for owned and halo rows;
 /// the policy sends the halo part back to the owners and adds what it has for the owned rows. The
 /// trainer does not know which policy runs.
 #include <cstdint>

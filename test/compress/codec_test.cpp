@@ -109,16 +109,19 @@ TEST_P(EveryCodec, EncodesGatheredRowsAsTheGatheredBlockWhereItGathers) {
   }
   for (const std::int64_t cols : {1, 7, 37, 256, 300}) {
     const Matrix src = random_block(50, cols, 11);
-    const std::vector<LocalId> index = {49, 3, 17, 3, 0, 48, 22, 31, 5, 6, 40, 12, 13, 44, 2, 9, 27};
+    const std::vector<LocalId> index = {49, 3, 17, 3, 0, 48, 22, 31, 5,
+                                        6,  40, 12, 13, 44, 2, 9, 27};
     const auto count = static_cast<std::int64_t>(index.size());
     Matrix gathered(count, cols);
     for (std::int64_t i = 0; i < count; ++i)
-      for (std::int64_t j = 0; j < cols; ++j) gathered(i, j) = src(index[static_cast<std::size_t>(i)], j);
+      for (std::int64_t j = 0; j < cols; ++j)
+        gathered(i, j) = src(index[static_cast<std::size_t>(i)], j);
     const auto ids = iota_ids(count, 500);
     const CodecContext ctx = make_ctx(ids, 2);
     std::vector<std::byte> out(codec->encoded_size(count, cols).total());
     codec->encode_gathered(*cpu_device(), src.view(), index.data(), count, ctx, out);
-    EXPECT_EQ(out, encode(*codec, gathered.view(), ctx)) << GetParam() << ", " << cols << " columns";
+    EXPECT_EQ(out, encode(*codec, gathered.view(), ctx))
+        << GetParam() << ", " << cols << " columns";
   }
   Matrix src = random_block(20, 9, 12);
   src(7, 4) = std::numeric_limits<float>::quiet_NaN();
