@@ -167,11 +167,14 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const bool refresh = cfg.exchange == ExchangeMode::refresh;
 
   // Partition arrays the Trainer keeps on the host, and the halo plan's host copies.
-  double partition_host = kL * nl + kL * nl + kI * (own + 1) + kI * nnz + kI * (sends + recvs) +
+  // The adjacency (on the host as read, and on the device) lives until every layer has built its
+  // operator from it, inside the Trainer's constructor.
+  const double adjacency = kI * (own + 1) + kI * nnz;
+  double partition_host = kL * nl + kL * nl + kI * (sends + recvs) +
                           (s.multilabel ? own * classes : kI * own) + 3 * own +
                           (kI + kL) * (sends + recvs);
-  // LocalGraph (structure, degrees, global ids) and the plan's index arrays.
-  double graph = kI * (own + 1) + kI * nnz + kF * nl + kL * nl +
+  // LocalGraph (degrees, global ids) and the plan's index arrays.
+  double graph = kF * nl + kL * nl +
                  (kI + kL) * (sends + recvs);
   // One normalised operator and its transpose, shared by every layer (shared_graph_operator):
   // GCN A+I with values, SAGE A with values, GAT A+I structure only, GIN A structure only; split
@@ -478,7 +481,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double ctor_x0 = compact ? kF * slots : csr_direct ? 0 : x0_dense;
   const double ctor_dev = steady_dev - exchange - lazy - x0_steady + ctor_x0 +
                           static_cast<double>(e.startup_device);
-  const double ctor_host = partition_host + static_cast<double>(e.startup_host);
+  const double ctor_host = partition_host + adjacency + static_cast<double>(e.startup_host);
   const double exchange_dev = ctor_dev - static_cast<double>(e.startup_device) + layer0_exchange +
                               (sparse ? x0_sparse : compact ? x0_compact : 0);
   const double exchange_host =

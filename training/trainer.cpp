@@ -124,6 +124,11 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     layers_.back()->prepare(graph_);
     in = layers_.back()->out_dim();
   }
+  // Every layer has its operator: the adjacency they were built from, on the device and in the
+  // partition, is not read again.
+  graph_.adj = CsrMatrix();
+  std::vector<std::int32_t>().swap(part_.row_ptr);
+  std::vector<LocalId>().swap(part_.col);
   const std::vector<Parameter*> params = parameters();
   OptimizerConfig oc;
   oc.kind = cfg_.optimizer == OptimizerKind::adam ? OptimizerConfig::Kind::adam
