@@ -41,15 +41,15 @@ HaloPlan reverse_of(const std::shared_ptr<const HaloPlan>& plan) {
   return plan->reverse();
 }
 
-/// Whether an exchange needs a row buffer for its gathered send slots: the send side is not the
-/// identity, and the codec's blocks are not the rows themselves (a raw-rows codec gathers
-/// straight into the message bytes).
 /// Whether the codec reads a selection's rows from the source through the slot rows (packing
 /// fused with encoding: Codec::gathers), so that nothing is gathered first.
 bool encodes_gathered(const SlotMap& out, const Codec& codec, const Device& dev) {
   return out.is_selection() && !codec.raw_rows() && codec.gathers(dev);
 }
 
+/// Whether an exchange needs a row buffer for its gathered send slots: the send side is not the
+/// identity, the codec's blocks are not the rows themselves (a raw-rows codec gathers straight
+/// into the message bytes), and the codec does not read them through the slot rows itself.
 bool needs_send_rows(const SlotMap& out, const Codec& codec, std::int64_t cols, const Device& dev) {
   return !out.is_identity() && out.total() > 0 && cols > 0 && !codec.raw_rows() &&
          !encodes_gathered(out, codec, dev);
