@@ -4,16 +4,6 @@
 
 namespace halognn {
 
-int HaloSharing::inputs_elsewhere() const {
-  return static_cast<int>(
-      std::count_if(input.begin(), input.end(), [](int h) { return h != kOwn; }));
-}
-
-int HaloSharing::gradients_elsewhere() const {
-  return static_cast<int>(
-      std::count_if(gradient.begin(), gradient.end(), [](int h) { return h != kOwn; }));
-}
-
 HaloSharing plan_halo_sharing(const std::vector<HaloUse>& layers) {
   const int L = static_cast<int>(layers.size());
   HaloSharing s;

@@ -32,9 +32,6 @@ struct HaloSharing {
   std::vector<int> input;     ///< layer inputs x_l
   std::vector<int> gradient;  ///< input gradients gx_l
   std::int64_t shared_width = 0;  ///< the shared buffer's width (0: no shared buffer)
-  /// Layers whose halo rows are elsewhere (their matrix holds the owned rows only).
-  int inputs_elsewhere() const;
-  int gradients_elsewhere() const;
 };
 
 /// The plan for layers 0..L-1 (`layers[0]` is not exchanged and is ignored):
