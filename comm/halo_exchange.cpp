@@ -63,6 +63,22 @@ bool needs_recv_rows(const SlotMap& in, bool accumulate, const Codec& codec, std
   return !in_place && in.total() > 0 && cols > 0 && !codec.raw_rows();
 }
 
+/// Whether one side of an exchange needs no bytes of its own because its blocks are the caller's
+/// rows (share_workspaces lends them): a raw-rows codec's blocks are the slots, an identity side's
+/// slots are the matrix's rows in order, and the transport reads and writes them where they are
+/// (no host staging); a receive that adds into its rows cannot land in them.
+bool lends_rows(const SlotMap& side, const Codec& codec, bool stage, bool accumulate) {
+  return side.is_identity() && codec.raw_rows() && !stage && !accumulate;
+}
+
+/// Where the received blocks start after `sent` bytes of sent blocks (aligned for any codec).
+std::size_t received_at(std::size_t sent) { return (sent + 63) / 64 * 64; }
+
+/// The bytes of a workspace holding `sent` bytes of sent blocks and `received` of received ones.
+std::size_t block_bytes(std::size_t sent, std::size_t received) {
+  return received > 0 ? received_at(sent) + received : sent;
+}
+
 /// Header of a variable-size message: u32 slot count, then the u32 index of each slot.
 std::size_t header_bytes(std::size_t count) { return sizeof(std::uint32_t) * (1 + count); }
 
@@ -71,12 +87,13 @@ std::size_t header_bytes(std::size_t count) { return sizeof(std::uint32_t) * (1 
 /// Buffers of one (layer, direction), reused from epoch to epoch while no exchange of that
 /// (layer, direction) is in flight.
 struct HaloExchange::Workspace {
-  Buffer<float> send_rows;        // packed slots to encode (when the send side is not the identity)
-  Buffer<float> recv_rows;        // decoded slots to unpack (when the receive side is not in place)
-  Buffer<std::byte> send_bytes;   // encoded blocks on the device, peer after peer
-  Buffer<std::byte> recv_bytes;
-  Buffer<std::byte> send_host;    // host staging when the device is not the host
-  Buffer<std::byte> recv_host;
+  Buffer<float> send_rows;  // packed slots to encode (when the send side is not the identity)
+  Buffer<float> recv_rows;  // decoded slots to unpack (when the receive side is not in place)
+  // The encoded blocks on the device: the sent ones, peer after peer, then from received_at()
+  // the received ones. One buffer, so that a set shared by both directions holds the largest
+  // exchange's two sides together, not the largest send side plus the largest receive side.
+  Buffer<std::byte> bytes;
+  Buffer<std::byte> host;  // host staging when the device is not the host: the same layout
 };
 
 /// Waits for the transport's request, timing how long the caller is blocked.
@@ -142,21 +159,25 @@ void HaloExchange::share_workspaces(const std::vector<Shape>& shapes) {
   const bool stage = !dev.is_host() && !transport_.accepts_device_memory(dev);
   for (const Shape& sh : shapes) {
     // What start() asks of a workspace for this exchange: the encoded blocks (and their host
-    // staging), the packed slots when the send side is not the identity, the decoded slots when
-    // the receive side cannot take them in place (backward accumulates: never in place); no
-    // row buffers for a raw-rows codec (fp32).
+    // staging) of both sides, unless lent; the packed slots when the send side is not the
+    // identity, the decoded slots when the receive side cannot take them in place (backward
+    // accumulates: never in place); no row buffers for a raw-rows codec (fp32).
     const HaloPlan& plan = sh.dir == Direction::forward ? *plan_ : reverse_plan_;
     const SlotMap& out = plan.send();
     const SlotMap& in = plan.recv();
     const Codec& c = codec(sh.layer, sh.dir);
+    const bool accumulate = sh.dir == Direction::backward;
     std::size_t sb = 0, rb = 0;
-    for (std::size_t k = 0; k < out.num_peers(); ++k) sb += c.encoded_size(out.count(k), sh.cols).total();
-    for (std::size_t k = 0; k < in.num_peers(); ++k) rb += c.encoded_size(in.count(k), sh.cols).total();
-    z.send_bytes = std::max(z.send_bytes, sb);
-    z.recv_bytes = std::max(z.recv_bytes, rb);
+    if (!lends_rows(out, c, stage, false))
+      for (std::size_t k = 0; k < out.num_peers(); ++k)
+        sb += c.encoded_size(out.count(k), sh.cols).total();
+    if (!lends_rows(in, c, stage, accumulate))
+      for (std::size_t k = 0; k < in.num_peers(); ++k)
+        rb += c.encoded_size(in.count(k), sh.cols).total();
+    z.bytes = std::max(z.bytes, block_bytes(sb, rb));
     if (needs_send_rows(out, c, sh.cols, dev))
       z.send_rows = std::max(z.send_rows, static_cast<std::size_t>(out.total() * sh.cols));
-    if (needs_recv_rows(in, /*accumulate=*/sh.dir == Direction::backward, c, sh.cols))
+    if (needs_recv_rows(in, accumulate, c, sh.cols))
       z.recv_rows = std::max(z.recv_rows, static_cast<std::size_t>(in.total() * sh.cols));
   }
   z.stage = stage;
@@ -168,7 +189,7 @@ void HaloExchange::share_workspaces(const std::vector<Shape>& shapes) {
 std::size_t HaloExchange::workspace_bytes() const {
   auto bytes = [](const Workspace& w) {
     return w.send_rows.size() * sizeof(float) + w.recv_rows.size() * sizeof(float) +
-           w.send_bytes.size() + w.recv_bytes.size();
+           w.bytes.size();
   };
   std::size_t b = shared_workspace_ ? bytes(*shared_workspace_) : 0;
   for (const auto& [key, ws] : workspaces_) b += bytes(*ws);
@@ -185,13 +206,8 @@ std::shared_ptr<HaloExchange::Workspace> HaloExchange::workspace(int layer, Dire
       const DevicePtr& dev = plan_->device();
       if (z.send_rows > 0) ensure(ws->send_rows, z.send_rows, dev);
       if (z.recv_rows > 0) ensure(ws->recv_rows, z.recv_rows, dev);
-      if (z.send_bytes > 0) ensure(ws->send_bytes, z.send_bytes, dev);
-      if (z.recv_bytes > 0) ensure(ws->recv_bytes, z.recv_bytes, dev);
-      if (z.stage) {
-        const DevicePtr staging = host_staging_device(*dev);
-        if (z.send_bytes > 0) ensure(ws->send_host, z.send_bytes, staging);
-        if (z.recv_bytes > 0) ensure(ws->recv_host, z.recv_bytes, staging);
-      }
+      if (z.bytes > 0) ensure(ws->bytes, z.bytes, dev);
+      if (z.stage && z.bytes > 0) ensure(ws->host, z.bytes, host_staging_device(*dev));
       shared_workspace_ = std::move(ws);
     }
     if (shared_workspace_.use_count() > 1) return std::make_shared<Workspace>();
@@ -266,11 +282,26 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
     recv_size[k] = codec->encoded_size(in.count(k), cols);
     recv_off[k + 1] = recv_off[k] + recv_size[k].total();
   }
+  // A side whose blocks are the caller's rows (share_workspaces lends them) has no bytes of its
+  // own: the transport sends from the source, or receives into the destination, where they are.
+  const bool lent = shared_sizes_.has_value();
+  const bool send_lent = lent && lends_rows(out, *codec, stage, false);
+  const bool recv_lent = lent && lends_rows(in, *codec, stage, accumulate);
+  const std::size_t sent = send_lent ? 0 : send_off[n_send];
+  const std::size_t received = recv_lent ? 0 : recv_off[n_recv];
+  const auto rows_bytes = [cols](const SlotMap& side) {
+    return static_cast<std::size_t>(side.total() * cols) * sizeof(float);
+  };
+  GNN_ASSERT(!send_lent || send_off[n_send] == rows_bytes(out), "lent send rows of layer ",
+             layer, " are not the codec's blocks");
+  GNN_ASSERT(!recv_lent || recv_off[n_recv] == rows_bytes(in), "lent receive rows of layer ",
+             layer, " are not the codec's blocks");
   // Buffer growth (first use of a (layer, direction), or a second exchange in flight) is
   // allocation, not codec work: timed apart and left out of codec_seconds().
   const auto t_alloc = Clock::now();
-  ensure(ws->send_bytes, send_off[n_send], dev_ptr);
-  ensure(ws->recv_bytes, recv_off[n_recv], dev_ptr);
+  ensure(ws->bytes, block_bytes(sent, received), dev_ptr);
+  std::byte* const send_dev = ws->bytes.data();
+  std::byte* const recv_dev = ws->bytes.data() + (received > 0 ? received_at(sent) : 0);
   const bool pack = !out.is_identity() && out.total() > 0 && cols > 0;
   // A raw-rows codec's blocks are the slots themselves, peer after peer: the pack writes them
   // into the message bytes and there is nothing left to encode.
@@ -284,20 +315,20 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   const bool gathered = pack && encodes_gathered(out, *codec, dev);
   ConstDenseView packed = src;
   if (pack && !gathered) {
-    float* into = raw ? reinterpret_cast<float*>(ws->send_bytes.data()) : ws->send_rows.data();
+    float* into = raw ? reinterpret_cast<float*>(send_dev) : ws->send_rows.data();
     DenseView slots{into, out.total(), cols};
     out.pack(dev, src, slots);
     packed = slots;
   }
 
   // Encode one block per peer and record what will cross the wire.
-  for (std::size_t k = 0; k < n_send && !(raw && pack); ++k) {
+  for (std::size_t k = 0; k < n_send && !(raw && pack) && !send_lent; ++k) {
     const std::int64_t count = out.count(k);
     if (count > 0 && cols > 0) {
       CodecContext ctx = base_ctx;
       ctx.row_ids = out.keys() + out.offset(k);
       const std::int64_t off = out.offset(k);
-      const std::span<std::byte> block(ws->send_bytes.data() + send_off[k], send_size[k].total());
+      const std::span<std::byte> block(send_dev + send_off[k], send_size[k].total());
       if (gathered) codec->encode_gathered(dev, src, out.rows() + off, count, ctx, block);
       else codec->encode(dev, packed.rows_range(off, off + count), ctx, block);
     }
@@ -305,15 +336,16 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
 
   // Open MPI is not CUDA-aware here: device bytes travel through (page-locked) host staging
   // buffers, unless the transport takes device memory itself (NCCL).
-  std::byte* send_base = ws->send_bytes.data();
-  std::byte* recv_base = ws->recv_bytes.data();
+  const std::byte* send_base =
+      send_lent ? reinterpret_cast<const std::byte*>(src.data) : send_dev;
+  std::byte* recv_base = recv_lent ? reinterpret_cast<std::byte*>(dst.data) : recv_dev;
+  std::byte* recv_host = nullptr;
   if (stage) {
-    const DevicePtr staging = host_staging_device(dev);
-    ensure(ws->send_host, send_off[n_send], staging);
-    ensure(ws->recv_host, recv_off[n_recv], staging);
-    if (send_off[n_send] > 0) dev.copy_to_host(ws->send_host.data(), send_base, send_off[n_send]);
-    send_base = ws->send_host.data();
-    recv_base = ws->recv_host.data();
+    ensure(ws->host, block_bytes(sent, received), host_staging_device(dev));
+    if (sent > 0) dev.copy_to_host(ws->host.data(), send_dev, sent);
+    send_base = ws->host.data();
+    recv_host = ws->host.data() + (recv_dev - send_dev);
+    recv_base = recv_host;
   }
 
   std::vector<PeerBytes> sends;
@@ -333,37 +365,35 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
   for (std::size_t k = 0; k < n_send; ++k)
     traffic_.add(layer, dir, out.peers()[k], cols > 0 ? out.count(k) : 0, send_size[k]);
 
-  // The completion step: decode every peer's block, into `dst` itself when the receive side is
-  // the identity and assigns, else into the workspace and then unpack (dst = or += R_recvᵀ ·
-  // slots). The plan is copied (it shares its arrays) so the request does not depend on `plan`.
+  // The completion step: nothing when the blocks landed in `dst` itself (lent rows); else
+  // decode every peer's block, into `dst` itself when the receive side is the identity and
+  // assigns, else into the workspace and then unpack (dst = or += R_recvᵀ · slots). The plan is
+  // copied (it shares its arrays) so the request does not depend on `plan`.
   auto complete = [this, plan_copy = plan, ws, codec, base_ctx, recv_size, recv_off, dst, cols,
-                   accumulate, dev_ptr, stage]() {
+                   accumulate, dev_ptr, recv_dev, recv_host, recv_lent]() {
     const Device& d = *dev_ptr;
     const auto t1 = codec_clock(d, /*waits_anyway=*/true);
     const SlotMap& side = plan_copy.recv();
     const std::size_t n = side.num_peers();
-    if (stage && recv_off[n] > 0)
-      d.copy_from_host(ws->recv_bytes.data(), ws->recv_host.data(), recv_off[n]);
+    if (recv_host != nullptr && recv_off[n] > 0) d.copy_from_host(recv_dev, recv_host, recv_off[n]);
     const bool in_place = side.is_identity() && !accumulate;
     // A raw-rows codec's received blocks are the slots: unpacked from the message bytes as they
     // are (into dst in place, they are copied like any decode).
     const bool raw_slots = codec->raw_rows() && !in_place;
     DenseView decoded = dst;
     if (raw_slots) {
-      decoded = DenseView{reinterpret_cast<float*>(ws->recv_bytes.data()), side.total(), cols};
+      decoded = DenseView{reinterpret_cast<float*>(recv_dev), side.total(), cols};
     } else if (needs_recv_rows(side, accumulate, *codec, cols)) {
       ensure(ws->recv_rows, static_cast<std::size_t>(side.total() * cols), dev_ptr);
       decoded = DenseView{ws->recv_rows.data(), side.total(), cols};
     }
-    for (std::size_t k = 0; k < n && !raw_slots; ++k) {
+    for (std::size_t k = 0; k < n && !raw_slots && !recv_lent; ++k) {
       const std::int64_t count = side.count(k);
       if (count == 0 || cols == 0) continue;
       CodecContext ctx = base_ctx;
       ctx.row_ids = side.keys() + side.offset(k);
       const std::int64_t off = side.offset(k);
-      codec->decode(d,
-                    std::span<const std::byte>(ws->recv_bytes.data() + recv_off[k],
-                                               recv_size[k].total()),
+      codec->decode(d, std::span<const std::byte>(recv_dev + recv_off[k], recv_size[k].total()),
                     ctx, decoded.rows_range(off, off + count));
     }
     if (!in_place && cols > 0) {

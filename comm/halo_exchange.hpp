@@ -82,14 +82,20 @@ class HaloExchange {
     std::int64_t cols = 0;
   };
   /// One set of buffers for every (layer, direction), allocated at the next exchange for the
-  /// largest of `shapes` (with the codecs set at this point): for a caller that never has two exchanges in flight
-  /// (the synchronous policy), whose buffers then take the largest exchange's memory instead of
-  /// the sum over layers and directions. An exchange started while another one holds the set
-  /// still gets buffers of its own, and one wider than `shapes` grows the set.
+  /// largest of `shapes` (with the codecs set at this point): for a caller that never has two
+  /// exchanges in flight (the synchronous policy), whose buffers then take the largest
+  /// exchange's memory instead of the sum over layers and directions. An exchange started while
+  /// another one holds the set still gets buffers of its own, and one wider than `shapes` grows
+  /// the set.
+  /// The caller also lends its rows from here on: it leaves the source unchanged and does not
+  /// read the destination until each request completes. A raw-rows codec (fp32) whose bytes need
+  /// no host staging then sends an identity side straight from the source (backward: the halo
+  /// gradients) and receives one straight into the destination (forward: the halo rows), which
+  /// are written while the exchange is in flight.
   void share_workspaces(const std::vector<Shape>& shapes);
 
   /// Device bytes the buffers of the fixed-size exchanges hold now (send and receive rows and
-  /// encoded blocks; host staging not included).
+  /// encoded blocks; host staging not included; lent rows are the caller's).
   std::size_t workspace_bytes() const;
 
   /// The plan side that sends (packs) and the one that receives (unpacks) in direction `dir`.
@@ -132,7 +138,7 @@ class HaloExchange {
   /// share_workspaces: the one set's sizes (elements of the row buffers, bytes of the blocks),
   /// and the set itself once the first exchange has allocated it.
   struct SharedSizes {
-    std::size_t send_rows = 0, recv_rows = 0, send_bytes = 0, recv_bytes = 0;
+    std::size_t send_rows = 0, recv_rows = 0, bytes = 0;
     bool stage = false;
   };
   std::optional<SharedSizes> shared_sizes_;

@@ -342,21 +342,28 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double output = 2 * kF * own * classes + (s.multilabel ? own * classes : kI * own) + 2 * own;
 
   // Exchange buffers (comm/halo_exchange.cpp): encoded send and receive blocks, the gathered
-  // send rows forward, the decoded rows backward (neither for fp32, whose blocks are the rows). Pipelined and refresh keep one set per (layer,
-  // direction) that exchanges; synchronous runs share one set, each buffer as large as the
-  // largest exchange needs (HaloExchange::share_workspaces), layer 0 included when its features
-  // cross through the halo exchange.
+  // send rows forward, the decoded rows backward (neither for fp32, whose blocks are the rows).
+  // Pipelined and refresh keep one set per (layer, direction) that exchanges; synchronous runs
+  // share one set, its blocks as large as the largest exchange's two sides together and each
+  // row buffer as the largest (HaloExchange::share_workspaces), layer 0 included when its
+  // features cross through the halo exchange. There the rows are lent: fp32 with no host
+  // staging receives the forward's plain halo rows in place and sends the backward's halo
+  // gradients from where they are (and the forward's owned rows when they are sent in order).
   const CodecPlan codecs = parse_codec_plan(cfg.codec, cfg.codec_forward, cfg.codec_backward, L);
   const std::shared_ptr<const Codec> layer0 =
       cfg.compress_layer0 ? codecs.forward[0] : make_codec("fp32");
   const bool shared = cfg.exchange == ExchangeMode::sync;
+  const bool stage = !where.device_is_host && !where.transport_takes_device_memory;
+  const bool lends = shared && !stage && cfg.halo_rows == HaloRows::plain;
+  const bool owned_in_order =
+      s.send_contiguous &&
+      std::accumulate(s.send_counts.begin(), s.send_counts.end(), std::int64_t{0}) == s.num_owned;
   double exchange = 0, staging = 0, largest_forward = 0;
-  double max_send = 0, max_recv = 0, max_send_rows = 0, max_recv_rows = 0;  // shared set
+  double max_bytes = 0, max_send_rows = 0, max_recv_rows = 0;  // shared set
   auto one = [&](double send_bytes, double recv_bytes, double send_rows, double recv_rows) {
     exchange += send_bytes + recv_bytes + send_rows + recv_rows;
     staging += send_bytes + recv_bytes;
-    max_send = std::max(max_send, send_bytes);
-    max_recv = std::max(max_recv, recv_bytes);
+    max_bytes = std::max(max_bytes, send_bytes + recv_bytes);
     max_send_rows = std::max(max_send_rows, send_rows);
     max_recv_rows = std::max(max_recv_rows, recv_rows);
   };
@@ -383,7 +390,9 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
                            ((refresh && l > 0) || (!fc.raw_rows() && !gathers)))
                               ? kF * sends * wd
                               : 0;
-    one(encoded(fc, s.send_counts, w), encoded(fc, s.recv_counts, w), f_rows, 0);
+    const bool lent = lends && fc.raw_rows();
+    one(lent && owned_in_order ? 0 : encoded(fc, s.send_counts, w),
+        lent ? 0 : encoded(fc, s.recv_counts, w), f_rows, 0);
     if (l > 0)
       largest_forward = std::max(largest_forward, encoded(fc, s.send_counts, w) +
                                                       encoded(fc, s.recv_counts, w) + f_rows);
@@ -391,12 +400,13 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     // crosses back (--refresh-exact-backward, the fixed exchange).
     if (l == 0 || (refresh && !cfg.refresh_exact_backward)) continue;
     const Codec& bc = *codecs.backward[static_cast<std::size_t>(l)];
-    one(encoded(bc, s.recv_counts, w), encoded(bc, s.send_counts, w), 0,
+    one(lends && bc.raw_rows() ? 0 : encoded(bc, s.recv_counts, w),
+        encoded(bc, s.send_counts, w), 0,
         (w > 0 && !bc.raw_rows()) ? kF * sends * wd : 0);
   }
   if (shared) {
-    exchange = max_send + max_recv + max_send_rows + max_recv_rows;
-    staging = max_send + max_recv;
+    exchange = max_bytes + max_send_rows + max_recv_rows;
+    staging = max_bytes;
   }
   exchange += compact_positions;
   // The feature rows' messages, sent and received (host): a count per row, then the row's
@@ -418,7 +428,6 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
                 ? kF * sends * static_cast<double>(w)
                                                                   : 0);
   }();
-  const bool stage = !where.device_is_host && !where.transport_takes_device_memory;
   if (!stage) staging = 0;
 
   const std::string f = std::to_string(s.num_features);
