@@ -99,8 +99,9 @@ class ExchangePolicy {
   /// owned rows (the sends were packed from them during this call), and must not touch the halo
   /// rows.
   virtual Request start_forward(int layer, LocalRows x);
-  /// backward(layer, gx) in two halves (overlaps() only): sends gx's halo rows (read during this
-  /// call only) and returns; the request's wait() adds the peers' gradients into gx's owned rows,
+  /// backward(layer, gx) in two halves (overlaps() only): sends gx's halo rows (which the caller
+  /// leaves unchanged until the request completes: the exchange may send them from where they
+  /// are, HaloExchange::share_workspaces) and returns; the request's wait() adds the peers' gradients into gx's owned rows,
   /// which the caller must have finished computing by then (Request::progress() may be called in
   /// between, Request::test() may not).
   virtual Request start_backward(int layer, LocalRows gx);

@@ -51,12 +51,14 @@ class HaloExchange {
   /// codec, and posts the sends and receives. The returned request's wait() decodes each peer's
   /// block and unpacks the slots into `halo` (every halo row is written; a row no slot maps to
   /// becomes zero). `owned`: num_owned x F, read only during this call; `halo`: num_halo x F,
-  /// written when the request completes and untouched before. Both on the plan's device. `epoch`
+  /// written when the request completes and untouched before (with lent rows, share_workspaces:
+  /// also while it is in flight, and `owned` read until it completes). Both on the plan's device. `epoch`
   /// and `seed` key the codec's randomness together with the layer, direction and slot keys.
   Request start_forward(int layer, std::int64_t epoch, std::uint64_t seed, ConstDenseView owned,
                         DenseView halo);
 
-  /// Backward, the exact transpose: packs `halo_grad` (num_halo x F, read only during this call)
+  /// Backward, the exact transpose: packs `halo_grad` (num_halo x F, read only during this call,
+  /// or until the request completes with lent rows: share_workspaces)
   /// into the receive side's slots and sends them back to their owners; wait() decodes the blocks
   /// received and ADDS R_sendᵀ · slots into `owned_grad` (num_owned x F): for plain plans, a row
   /// sent to several peers receives the sum of their gradients.

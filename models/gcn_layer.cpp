@@ -101,11 +101,13 @@ class GcnLayer final : public SplitLayer {
       kernels::gemm(dev, false, true, 1.0f, gy, weight_.value.view(), 0.0f, gh.view());
       aggregate_transpose_halo(dev, *op_, gh.view(), gx_halo);
     } else {
-      // y = Â T + b, T = x W: dT = Âᵀ gy and dx = dT Wᵀ, their halo rows now.
+      // y = Â T + b, T = x W: dT = Âᵀ gy; db and dW += xᵀ dT, the last read of x's halo rows
+      // (gx's halo rows may be their memory: Layer::backward_halo); dx = dT Wᵀ, its halo rows now.
       Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      const DenseView gt_halo = gt.view().rows_range(g.num_owned, g.num_local());
-      aggregate_transpose_halo(dev, *op_, gy, gt_halo);
-      kernels::gemm(dev, false, true, 1.0f, gt_halo, weight_.value.view(), 0.0f, gx_halo);
+      aggregate_transpose(dev, *op_, gy, gt.view());
+      transform_grads(dev, gy, gt.view());
+      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(g.num_owned, g.num_local()),
+                    weight_.value.view(), 0.0f, gx_halo);
     }
   }
 
@@ -118,9 +120,6 @@ class GcnLayer final : public SplitLayer {
       progress_exchange(progress);
       aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
     } else {
-      aggregate_transpose_owned(dev, *op_, gy, scratch_.view());
-      transform_grads(dev, gy, scratch_.view());
-      progress_exchange(progress);
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
                     weight_.value.view(), 0.0f, gx_own);
     }

@@ -134,12 +134,14 @@ class GinLayer final : public SplitLayer {
       kernels::gemm(dev, false, true, 1.0f, gpre_.view(), weight1_.value.view(), 0.0f, gh.view());
       aggregate_transpose_halo(dev, *op_, gh.view(), gx_halo);
     } else {
-      // p = A t + (1+eps) t_own, t = x W1: gt = Aᵀ gp (+ (1+eps) gp on owned rows); gx = gt W1ᵀ:
-      // the halo rows now.
+      // p = A t + (1+eps) t_own, t = x W1: gt = Aᵀ gp (+ (1+eps) gp on owned rows); d(eps) and
+      // dW1 += xᵀ gt, the last read of x's halo rows (gx's halo rows may be their memory:
+      // Layer::backward_halo); gx = gt W1ᵀ: the halo rows now.
       Matrix& gt = ensure(scratch_, n_local, mlp_, dev_);
-      const DenseView gt_halo = gt.view().rows_range(n_own, n_local);
-      aggregate_transpose_halo(dev, *op_, gpre_.view(), gt_halo);
-      kernels::gemm(dev, false, true, 1.0f, gt_halo, weight1_.value.view(), 0.0f, gx_halo);
+      aggregate_transpose(dev, *op_, gpre_.view(), gt.view());
+      transform_first_grads(g);
+      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(n_own, n_local),
+                    weight1_.value.view(), 0.0f, gx_halo);
     }
   }
 
@@ -155,9 +157,6 @@ class GinLayer final : public SplitLayer {
       aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
       kernels::axpy(dev, self_weight_, scratch_.view(), gx_own);
     } else {
-      aggregate_transpose_owned(dev, *op_, gpre_.view(), scratch_.view());
-      transform_first_grads(g);
-      progress_exchange(progress);
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, n_own),
                     weight1_.value.view(), 0.0f, gx_own);
     }

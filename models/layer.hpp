@@ -138,7 +138,9 @@ class Layer {
   /// - forward_owned reads only x's owned rows (the halo rows are in flight) and does every part
   ///   of the forward that needs nothing else; forward_halo reads the halo rows and completes y;
   /// - backward_halo writes gx's halo rows (the trainer sends them at once) and backward_owned
-  ///   then writes gx's owned rows and accumulates the parameter gradients.
+  ///   then writes gx's owned rows and accumulates the parameter gradients. A layer that keeps
+  ///   its input halo reads those rows for the last time in backward_halo, before it writes gx's
+  ///   halo rows, which may be the same memory (docs/training.md "Halo rows shared by layers").
   /// The halves take the owned and the halo rows as separate views (num_owned and num_halo rows),
   /// which need not be one matrix: see keeps_input_halo(). `progress` (may be empty) is called
   /// between the kernels of forward_owned and backward_owned, to progress the exchange in flight.

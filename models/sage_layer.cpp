@@ -115,11 +115,14 @@ class SageLayer final : public SplitLayer {
       kernels::gemm(dev, false, true, 1.0f, gy, weight_neigh_.value.view(), 0.0f, gh.view());
       aggregate_transpose_halo(dev, *op_, gh.view(), gx_halo);
     } else {
-      // gt = Aᵀ gy; gx = gt W_neighᵀ (+ the self term on owned rows): the halo rows now.
+      // gt = Aᵀ gy; dW_neigh += xᵀ gt, the last read of x's halo rows (gx's halo rows may be
+      // their memory: Layer::backward_halo); gx = gt W_neighᵀ (+ the self term on owned rows):
+      // the halo rows now.
       Matrix& gt = ensure(scratch_, g.num_local(), cfg_.out_dim, dev_);
-      const DenseView gt_halo = gt.view().rows_range(g.num_owned, g.num_local());
-      aggregate_transpose_halo(dev, *op_, gy, gt_halo);
-      kernels::gemm(dev, false, true, 1.0f, gt_halo, weight_neigh_.value.view(), 0.0f, gx_halo);
+      aggregate_transpose(dev, *op_, gy, gt.view());
+      kernels::linear_grad(dev, input(), gt.view(), weight_neigh_.grad.view(), nullptr);
+      kernels::gemm(dev, false, true, 1.0f, gt.view().rows_range(g.num_owned, g.num_local()),
+                    weight_neigh_.value.view(), 0.0f, gx_halo);
     }
   }
 
@@ -133,9 +136,6 @@ class SageLayer final : public SplitLayer {
       progress_exchange(progress);
       aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
     } else {
-      aggregate_transpose_owned(dev, *op_, gy, scratch_.view());
-      kernels::linear_grad(dev, input(), scratch_.view(), weight_neigh_.grad.view(), nullptr);
-      progress_exchange(progress);
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
                     weight_neigh_.value.view(), 0.0f, gx_own);
     }

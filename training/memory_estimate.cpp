@@ -266,7 +266,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   // Sparsified: one byte per position and row, the codebook and each slot's chunk start.
   const double x0_compact = nl * slots + (kF + kI) * slots;
   // Layers >= 3 whose last layer is at least as wide as the features keep layer 0's dropped-out
-  // features in the last layer's input gradient (Trainer::layer0_dropout_shared): no copy.
+  // features in the last layer's input (Trainer::layer0_dropout_shared): no copy.
   const bool xd0_shared = L >= 3 && dims[0].in <= dims[static_cast<std::size_t>(L - 1)].in;
   const double xd0 = (dropout && !sparse && !compact && !xd0_shared) ? kF * nl * feat : 0;
   const double x0_steady = compact ? x0_compact : sparse ? x0_sparse : x0_dense;

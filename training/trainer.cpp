@@ -177,7 +177,7 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
     // received ones directly, so no rank ever holds its layer-0 input dense either.
     x_.emplace_back(l == 0 && (compact_input_ || csr_direct) ? Matrix() : Matrix(x_rows, w, dev_));
     // Layers >= 1 after a ReLU drop out in place (dropout_in_place): no copy either; layer 0's
-    // dropped-out features may live in the last layer's input gradient (layer0_dropout_shared).
+    // dropped-out features may live in the last layer's input (layer0_dropout_shared).
     const bool dense_dropout = input_dropout_ > 0 &&
                                !(l == 0 && (sparse_input_ || compact_input_)) &&
                                !(l > 0 && dropout_in_place()) &&
@@ -189,11 +189,13 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
   if (halo_sharing_.shared_width > 0)
     shared_halo_ = Matrix(part_.num_halo, halo_sharing_.shared_width, dev_);
   // Where layer l's halo rows are: after its owned rows, in the shared buffer, or in the halo
-  // rows of layer `host`'s matrix.
+  // rows of the last layer's input or of layer `host`'s matrix.
   auto halo_of = [&](std::vector<Matrix>& m, int host, std::size_t l) {
     if (host == HaloSharing::kOwn) return m[l].view().rows_range(n_own, n_local);
     const bool shared = host == HaloSharing::kShared;
-    Matrix& h = shared ? shared_halo_ : m[static_cast<std::size_t>(host)];
+    Matrix& h = shared                             ? shared_halo_
+                : host == HaloSharing::kLastInput ? x_.back()
+                                                  : m[static_cast<std::size_t>(host)];
     return DenseView{h.data() + (shared ? 0 : n_own * h.cols()), part_.num_halo,
                      layers_[l]->in_dim()};
   };
@@ -318,10 +320,12 @@ bool Trainer::dropout_in_place() const {
 
 bool Trainer::layer0_dropout_shared() const {
   // Layer 0's dropped-out dense features are read by its forward and again by its backward, the
-  // last one of the epoch; the last layer's input gradient (layers >= 3) is written first in the
-  // backward and dead once layer L-2's backward has read it. So the dropped-out features are
-  // drawn into that gradient's memory in the forward and drawn again from their keyed mask just
-  // before layer 0's backward: the same values, no buffer of their own.
+  // last one of the epoch; the last layer's input (layers >= 3; whole: training/halo_sharing.hpp)
+  // is written from layer 1's forward on and dead once layer L-1's backward has read it (its
+  // halo rows hold the input gradients' halo rows one layer at a time, each sent before the
+  // next layer's backward). So the dropped-out features are drawn into that input's memory in
+  // the forward and drawn again from their keyed mask just before layer 0's backward: the same
+  // values, no buffer of their own.
   const int L = cfg_.layers;
   return input_dropout_ > 0 && !sparse_input_ && !compact_input_ && L >= 3 &&
          layers_[0]->in_dim() <= layers_[static_cast<std::size_t>(L - 1)]->in_dim();
@@ -329,7 +333,7 @@ bool Trainer::layer0_dropout_shared() const {
 
 DenseView Trainer::layer0_dropout_view() {
   if (!layer0_dropout_shared()) return xd_[0].view();
-  return DenseView{gx_[static_cast<std::size_t>(cfg_.layers - 1)].data(), part_.num_local(),
+  return DenseView{x_[static_cast<std::size_t>(cfg_.layers - 1)].data(), part_.num_local(),
                    layers_[0]->in_dim()};
 }
 
@@ -648,7 +652,7 @@ void Trainer::backward(std::int64_t epoch) {
     ConstDenseView gy = last ? ConstDenseView(glogits_.view())
                              : ConstDenseView(gx_[l + 1].view().rows_range(0, n_own));
     // The dropped-out features layer 0 read in the forward, drawn again where they share memory
-    // with the last layer's input gradient, whose last reader (layer L-2's backward) is done.
+    // with the last layer's input, whose last reader (layer L-1's backward) is done.
     if (l == 0 && drop && layer0_dropout_shared()) draw_layer0_dropout(epoch);
     // Layer 0's input gradient is not needed (features are constants): ask for none.
     if (l == 0) {

@@ -141,7 +141,7 @@ class Trainer {
   bool feature_rows_exchange() const;
   /// Whether layers >= 1 apply dropout to their input in place instead of into a copy.
   bool dropout_in_place() const;
-  /// Whether layer 0's dropped-out dense features live in the last layer's input gradient
+  /// Whether layer 0's dropped-out dense features live in the last layer's input
   /// (drawn in the forward and again before layer 0's backward) instead of a buffer of their own.
   bool layer0_dropout_shared() const;
   /// Layer l's input (l >= 1), its dropped-out copy (xd_[l]) and its input gradient, as owned

@@ -3,7 +3,8 @@
 // until forward_halo), backward_halo must leave the halo rows of gx final (they are sent at once:
 // here they are checked before backward_owned runs), backward_owned must write every owned row,
 // and the halves together give the whole forward's and backward's bits. A layer that keeps no
-// input halo (Layer::keeps_input_halo) must not read its input's halo rows after forward_halo.
+// input halo (Layer::keeps_input_halo) must not read its input's halo rows after forward_halo;
+// one that keeps them must not read them once backward_halo writes gx's halo rows into them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,17 +94,22 @@ TEST_P(SplitLayer, HalvesReadOnlyTheirRowsAndGiveTheWholeBits) {
   expect_same_bits(y.to_host(), y_whole.to_host(), "y");
   if (!keeps) fill_rows(xh, 0, local - own, kNaN);
 
-  // Backward: the halo rows of gx (a matrix of their own) are final after backward_halo;
-  // backward_owned writes every owned row (NaN before).
+  // Backward: the halo rows of gx are final after backward_halo; backward_owned writes every
+  // owned row (NaN before). They are a matrix of their own, or, for a layer that keeps its
+  // input halo, that input's halo rows (the trainer's plan may put them there).
   Matrix gx_own(own, cfg.in_dim), gx_halo(local - own, cfg.in_dim);
   fill_rows(gx_own, 0, own, kNaN);
   fill_rows(gx_halo, 0, local - own, kNaN);
-  split->backward_halo(g, gy.view(), gx_halo.view());
+  const DenseView gx_halo_rows = keeps ? xs.view().rows_range(own, local) : gx_halo.view();
+  split->backward_halo(g, gy.view(), gx_halo_rows);
   const std::vector<float> want = gx_whole.to_host();
-  expect_same_bits(gx_halo.to_host(),
-                   std::vector<float>(want.begin() + own * cfg.in_dim, want.end()),
+  const std::vector<float> halo_rows_got(gx_halo_rows.data,
+                                         gx_halo_rows.data + (local - own) * cfg.in_dim);
+  expect_same_bits(halo_rows_got, std::vector<float>(want.begin() + own * cfg.in_dim, want.end()),
                    "gx's halo rows after backward_halo");
-  fill_rows(gx_halo, 0, local - own, kNaN);  // sent: the owned half must not read them
+  // Sent: the owned half must not read them (nor, then, the input's halo rows).
+  fill_rows(gx_halo, 0, local - own, kNaN);
+  if (keeps) fill_rows(xs, own, local, kNaN);
   split->backward_owned(g, gy.view(), gx_own.view(), [&] { ++progress_calls; });
   expect_same_bits(gx_own.to_host(),
                    std::vector<float>(want.begin(), want.begin() + own * cfg.in_dim), "gx");

@@ -155,7 +155,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"gcn", ModelKind::gcn, "fp32", ExchangeMode::sync, false},
                       Case{"sage_q4", ModelKind::sage, "q4", ExchangeMode::sync, false},
                       // Hidden 16 >= 12 features: layer 0's dropped-out features live in the
-                      // last layer's input gradient (Trainer::layer0_dropout_shared).
+                      // last layer's input (Trainer::layer0_dropout_shared).
                       Case{"sage_wide", ModelKind::sage, "fp32", ExchangeMode::sync, false,
                            [](TrainConfig& c) { c.hidden = 16; }},
                       Case{"gat", ModelKind::gat, "fp16", ExchangeMode::sync, false},
