@@ -55,12 +55,22 @@ bool needs_send_rows(const SlotMap& out, const Codec& codec, std::int64_t cols, 
          !encodes_gathered(out, codec, dev);
 }
 
+/// Whether the codec adds a selection's decoded slots into their rows itself (unpacking fused
+/// with decoding: Codec::decode_scattered), so that nothing is decoded into a row buffer first.
+bool decodes_scattered(const SlotMap& in, bool accumulate, const Codec& codec, const Device& dev) {
+  return in.is_selection() && !(in.is_identity() && !accumulate) && in.rows_distinct_per_peer() &&
+         !codec.raw_rows() && codec.scatters(dev);
+}
+
 /// Whether an exchange needs a row buffer for its decoded receive slots: they cannot land in the
-/// destination itself (the receive side is not the identity, or it accumulates), and the codec's
-/// blocks are not the rows themselves (a raw-rows codec scatters straight from the message).
-bool needs_recv_rows(const SlotMap& in, bool accumulate, const Codec& codec, std::int64_t cols) {
+/// destination itself (the receive side is not the identity, or it accumulates), the codec's
+/// blocks are not the rows themselves (a raw-rows codec scatters straight from the message), and
+/// the codec does not add them through the slot rows itself.
+bool needs_recv_rows(const SlotMap& in, bool accumulate, const Codec& codec, std::int64_t cols,
+                     const Device& dev) {
   const bool in_place = in.is_identity() && !accumulate;
-  return !in_place && in.total() > 0 && cols > 0 && !codec.raw_rows();
+  return !in_place && in.total() > 0 && cols > 0 && !codec.raw_rows() &&
+         !decodes_scattered(in, accumulate, codec, dev);
 }
 
 /// Whether one side of an exchange needs no bytes of its own because its blocks are the caller's
@@ -177,7 +187,7 @@ void HaloExchange::share_workspaces(const std::vector<Shape>& shapes) {
     z.bytes = std::max(z.bytes, block_bytes(sb, rb));
     if (needs_send_rows(out, c, sh.cols, dev))
       z.send_rows = std::max(z.send_rows, static_cast<std::size_t>(out.total() * sh.cols));
-    if (needs_recv_rows(in, accumulate, c, sh.cols))
+    if (needs_recv_rows(in, accumulate, c, sh.cols, dev))
       z.recv_rows = std::max(z.recv_rows, static_cast<std::size_t>(in.total() * sh.cols));
   }
   z.stage = stage;
@@ -380,10 +390,15 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
     // A raw-rows codec's received blocks are the slots: unpacked from the message bytes as they
     // are (into dst in place, they are copied like any decode).
     const bool raw_slots = codec->raw_rows() && !in_place;
+    // A codec that scatters adds each peer's slots into their rows of dst as it decodes them
+    // (peer after peer: a row several peers send receives their gradients in slot order, as
+    // unpack adds them).
+    const bool scattered = cols > 0 && decodes_scattered(side, accumulate, *codec, d);
+    if (scattered && !accumulate) kernels::fill(d, dst, 0.0f);
     DenseView decoded = dst;
     if (raw_slots) {
       decoded = DenseView{reinterpret_cast<float*>(recv_dev), side.total(), cols};
-    } else if (needs_recv_rows(side, accumulate, *codec, cols)) {
+    } else if (needs_recv_rows(side, accumulate, *codec, cols, d)) {
       ensure(ws->recv_rows, static_cast<std::size_t>(side.total() * cols), dev_ptr);
       decoded = DenseView{ws->recv_rows.data(), side.total(), cols};
     }
@@ -393,10 +408,11 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
       CodecContext ctx = base_ctx;
       ctx.row_ids = side.keys() + side.offset(k);
       const std::int64_t off = side.offset(k);
-      codec->decode(d, std::span<const std::byte>(recv_dev + recv_off[k], recv_size[k].total()),
-                    ctx, decoded.rows_range(off, off + count));
+      const std::span<const std::byte> block(recv_dev + recv_off[k], recv_size[k].total());
+      if (scattered) codec->decode_scattered(d, block, ctx, dst, side.rows() + off, count);
+      else codec->decode(d, block, ctx, decoded.rows_range(off, off + count));
     }
-    if (!in_place && cols > 0) {
+    if (!in_place && cols > 0 && !scattered) {
       const DenseView slots{decoded.data, side.total(), cols};
       side.unpack(d, slots, dst, accumulate);
     }

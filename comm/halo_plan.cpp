@@ -112,6 +112,15 @@ std::shared_ptr<const SlotMap> HaloPlan::build_side(Rank rank, std::int64_t matr
     s.identity_ = s.total() == matrix_rows;
     for (std::size_t i = 0; s.identity_ && i < s.host_rows_.size(); ++i)
       s.identity_ = s.host_rows_[i] == static_cast<LocalId>(i);
+    s.distinct_ = true;
+    std::vector<std::uint8_t> seen(static_cast<std::size_t>(matrix_rows), 0);
+    for (const SlotLink& l : s.links_) {
+      for (const LocalId r : l.rows) {
+        s.distinct_ = s.distinct_ && !seen[static_cast<std::size_t>(r)];
+        seen[static_cast<std::size_t>(r)] = 1;
+      }
+      for (const LocalId r : l.rows) seen[static_cast<std::size_t>(r)] = 0;
+    }
     s.rows_ = Buffer<LocalId>::from_host(s.host_rows_, dev);
   } else {
     // R (slots x matrix rows) as one CSR over all peers' slots, and its transpose.

@@ -64,6 +64,9 @@ class SlotMap {
   /// A selection whose slot s is row s, for every row of the matrix: packing reads the matrix
   /// as it is, unpacking writes it in place.
   bool is_identity() const { return identity_; }
+  /// A selection in which no row appears twice among one peer's slots (a plain plan: every
+  /// node is sent to a peer once), so a peer's slots can be added into their rows in parallel.
+  bool rows_distinct_per_peer() const { return distinct_; }
 
   /// Device array, selections only: the row of each slot.
   const LocalId* rows() const { return rows_.data(); }
@@ -90,7 +93,7 @@ class SlotMap {
   std::vector<Rank> peers_;
   std::vector<std::int64_t> offsets_{0};
   std::int64_t matrix_rows_ = 0;
-  bool selection_ = true, identity_ = false;
+  bool selection_ = true, identity_ = false, distinct_ = false;
   std::vector<SlotLink> links_;
   std::vector<GlobalId> host_keys_;
   std::vector<LocalId> host_rows_;  // selections only

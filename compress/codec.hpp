@@ -72,6 +72,19 @@ class Codec {
   /// Decodes `in` (as written by encode for the same shape) into `rows`.
   virtual void decode(const Device& dev, std::span<const std::byte> in, const CodecContext& ctx,
                       DenseView rows) const = 0;
+  /// Whether decode_scattered adds a block's decoded rows into their matrix through an index on
+  /// `dev`, so that the halo exchange decodes into no row buffer first (unpacking fused with
+  /// decoding): the CPU paths of the q and fp16/bf16 codecs.
+  virtual bool scatters(const Device& dev) const {
+    (void)dev;
+    return false;
+  }
+  /// dst.row(index[i]) += row i of the decoded block of `count` rows x dst.cols, the indices
+  /// distinct: the bits of decode() into a matrix of its own, then adding it row by row
+  /// (scatters(dev) only).
+  virtual void decode_scattered(const Device& dev, std::span<const std::byte> in,
+                                const CodecContext& ctx, DenseView dst, const LocalId* index,
+                                std::int64_t count) const;
 };
 
 /// Builds a codec from its command-line name. Throws ConfigError naming the valid choices.

@@ -81,6 +81,12 @@ const std::vector<std::string>& codec_names() {
   return names;
 }
 
+void Codec::decode_scattered(const Device& dev, std::span<const std::byte>, const CodecContext&,
+                             DenseView, const LocalId*, std::int64_t) const {
+  throw Error("codec " + name() + ": decode_scattered on " + dev.name() +
+              " is not implemented (scatters() is false)");
+}
+
 void Codec::encode_gathered(const Device& dev, ConstDenseView, const LocalId*, std::int64_t,
                             const CodecContext&, std::span<std::byte>) const {
   throw Error("codec " + name() + ": encode_gathered on " + dev.name() +

@@ -34,6 +34,12 @@ struct BlockRows {
   const float* row(std::int64_t i) const { return src.row(index ? index[i] : i); }
 };
 
+/// dst[j] += src[j] for j < n: one IEEE add a value, so a decoded row added in place gives the
+/// bits of decoding it and then adding it (Codec::decode_scattered).
+inline void add_row(const float* src, float* dst, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j) dst[j] += src[j];
+}
+
 /// Throws unless the codec can run on `dev` and the buffer has exactly the expected size.
 inline void check_call(const Codec& codec, const Device& dev, std::size_t buffer_bytes,
                        std::int64_t rows, std::int64_t cols, const char* what) {

@@ -132,6 +132,29 @@ class HalfCodec final : public Codec {
     if (any_bad) throw_bad_row(rows, ctx);
   }
 
+  bool scatters(const Device& dev) const override { return dev.is_host(); }
+
+  void decode_scattered(const Device& dev, std::span<const std::byte> in, const CodecContext&,
+                        DenseView dst, const LocalId* index, std::int64_t count) const override {
+    codec_detail::check_call(*this, dev, in.size(), count, dst.cols, "decode");
+    // Row by row, kStep values at a time widened into a buffer on the stack, then added.
+    const std::int64_t cols = dst.cols;
+    const auto widen = HalfLoops<kind>::pick().widen;
+#pragma omp parallel for schedule(static) if (count * cols >= codec_detail::kParallelMinElements)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::byte* src = in.data() + i * cols * 2;
+      float* row = dst.row(index[i]);
+      for (std::int64_t k0 = 0; k0 < cols; k0 += kStep) {
+        const std::int64_t len = std::min(kStep, cols - k0);
+        alignas(64) std::uint16_t buf[kStep];  // the wire bytes need not be 2-byte aligned
+        alignas(64) float wide[kStep];
+        std::memcpy(buf, src + 2 * k0, static_cast<std::size_t>(len) * 2);
+        widen(buf, len, wide);
+        codec_detail::add_row(wide, row + k0, len);
+      }
+    }
+  }
+
   void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,
               DenseView rows) const override {
     if (dev.kind() == DeviceKind::cuda) {

@@ -99,7 +99,7 @@ struct RowLoops {
                                   const GlobalId*, const CounterRng&, std::byte*, std::uint8_t*,
                                   std::uint32_t*);
   using Decode = void (*)(const std::uint8_t*, const std::byte*, MetaFormat, std::int64_t,
-                          std::int64_t, DenseView);
+                          std::int64_t, std::int64_t, float*);
   Encode encode;
   Decode decode;
   static RowLoops pick() {
@@ -147,8 +147,31 @@ void decode_block(const std::uint8_t* payload, const std::byte* meta, MetaFormat
   const std::int64_t items = (rows.rows + per_item - 1) / per_item;
 #pragma omp parallel for schedule(static) \
     if (rows.rows * rows.cols >= codec_detail::kParallelMinElements)
-  for (std::int64_t t = 0; t < items; ++t)
-    loops.decode(payload, meta, m, t * per_item, std::min(rows.rows, (t + 1) * per_item), rows);
+  for (std::int64_t t = 0; t < items; ++t) {
+    const std::int64_t r0 = t * per_item;
+    loops.decode(payload, meta, m, r0, std::min(rows.rows, r0 + per_item), rows.cols, rows.row(r0));
+  }
+}
+
+/// decode_block added into rows of `dst` (block row i into dst.row(index[i]), the indices
+/// distinct): each item decoded into a buffer of its own that stays in cache, then added.
+template <int kBits>
+void decode_block_scattered(const std::uint8_t* payload, const std::byte* meta, MetaFormat m,
+                            const LocalId* index, std::int64_t count, DenseView dst) {
+  const auto loops = RowLoops<kBits>::pick();
+  const std::int64_t cols = dst.cols, per_item = rows_per_item(cols);
+  const std::int64_t items = (count + per_item - 1) / per_item;
+#pragma omp parallel if (count * cols >= codec_detail::kParallelMinElements)
+  {
+    std::vector<float> rows(static_cast<std::size_t>(per_item * cols));
+#pragma omp for schedule(static)
+    for (std::int64_t t = 0; t < items; ++t) {
+      const std::int64_t r0 = t * per_item, r1 = std::min(count, r0 + per_item);
+      loops.decode(payload, meta, m, r0, r1, cols, rows.data());
+      for (std::int64_t i = r0; i < r1; ++i)
+        codec_detail::add_row(rows.data() + (i - r0) * cols, dst.row(index[i]), cols);
+    }
+  }
 }
 
 /// Stochastic b-bit quantization with per-row (lo, scale); see quant_math.hpp for the arithmetic.
@@ -181,6 +204,23 @@ class QuantCodec final : public Codec {
                        std::int64_t count, const CodecContext& ctx,
                        std::span<std::byte> out) const override {
     encode_host(dev, codec_detail::BlockRows(src, index, count), ctx, out);
+  }
+
+  bool scatters(const Device& dev) const override { return dev.is_host(); }
+
+  void decode_scattered(const Device& dev, std::span<const std::byte> in, const CodecContext&,
+                        DenseView dst, const LocalId* index, std::int64_t count) const override {
+    codec_detail::check_call(*this, dev, in.size(), count, dst.cols, "decode");
+    if (count * dst.cols == 0) return;
+    const std::byte* meta = in.data();
+    const auto* payload =
+        reinterpret_cast<const std::uint8_t*>(in.data() + encoded_size(count, dst.cols).metadata);
+    switch (bits_) {
+      case 8: return decode_block_scattered<8>(payload, meta, meta_, index, count, dst);
+      case 4: return decode_block_scattered<4>(payload, meta, meta_, index, count, dst);
+      case 2: return decode_block_scattered<2>(payload, meta, meta_, index, count, dst);
+      default: return decode_block_scattered<1>(payload, meta, meta_, index, count, dst);
+    }
   }
 
   void decode(const Device& dev, std::span<const std::byte> in, const CodecContext&,

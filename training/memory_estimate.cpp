@@ -342,7 +342,8 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
   const double output = 2 * kF * own * classes + (s.multilabel ? own * classes : kI * own) + 2 * own;
 
   // Exchange buffers (comm/halo_exchange.cpp): encoded send and receive blocks, the gathered
-  // send rows forward, the decoded rows backward (neither for fp32, whose blocks are the rows).
+  // send rows forward, the decoded rows backward (neither for fp32, whose blocks are the rows,
+  // nor on the CPU, where the codecs encode and add plain rows through the slot rows).
   // Pipelined and refresh keep one set per (layer, direction) that exchanges; synchronous runs
   // share one set, its blocks as large as the largest exchange's two sides together and each
   // row buffer as the largest (HaloExchange::share_workspaces), layer 0 included when its
@@ -367,9 +368,13 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     max_send_rows = std::max(max_send_rows, send_rows);
     max_recv_rows = std::max(max_recv_rows, recv_rows);
   };
-  // Codec::gathers: a CPU codec encodes plain halo rows straight from the layer's rows.
+  // Codec::gathers: a CPU codec encodes plain halo rows straight from the layer's rows;
+  // Codec::scatters: it adds the received ones straight into theirs.
   auto reads_slot_rows = [&](const Codec& c) {
     return where.device_is_host && cfg.halo_rows == HaloRows::plain && c.gathers(*cpu_device());
+  };
+  auto writes_slot_rows = [&](const Codec& c) {
+    return where.device_is_host && cfg.halo_rows == HaloRows::plain && c.scatters(*cpu_device());
   };
   double compact_positions = 0;
   for (int l = 0; l < L; ++l) {
@@ -402,7 +407,7 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     const Codec& bc = *codecs.backward[static_cast<std::size_t>(l)];
     one(lends && bc.raw_rows() ? 0 : encoded(bc, s.recv_counts, w),
         encoded(bc, s.send_counts, w), 0,
-        (w > 0 && !bc.raw_rows()) ? kF * sends * wd : 0);
+        (w > 0 && !bc.raw_rows() && !writes_slot_rows(bc)) ? kF * sends * wd : 0);
   }
   if (shared) {
     exchange = max_bytes + max_send_rows + max_recv_rows;

@@ -228,9 +228,9 @@ TEST_F(HaloExchangeTest, SharedWorkspacesServeEveryLayerWithTheLargestExchangesM
 TEST_F(HaloExchangeTest, RawRowCodecsNeedNoRowBuffers) {
   // fp32 blocks are the rows themselves: the forward gathers the sent slots straight into the
   // message bytes and the backward scatters the received ones straight from them, so a (layer,
-  // direction) holds its blocks only; a codec with an encoding (q8) also holds the decoded rows
-  // backward, and on the CPU, where it encodes the sent rows straight from the source, no
-  // gathered rows.
+  // direction) holds its blocks only; so does a codec with an encoding (q8) on the CPU, where it
+  // encodes the sent rows straight from the source and adds the received ones straight into
+  // theirs (elsewhere it holds the gathered rows forward and the decoded rows backward).
   const std::uint64_t seed = 12;
   Scenario s = make_setup(seed, 300, size, rank, 3);
   const std::int64_t w = 6;
@@ -239,6 +239,8 @@ TEST_F(HaloExchangeTest, RawRowCodecsNeedNoRowBuffers) {
   ASSERT_TRUE(make_codec("fp32")->raw_rows());
   ASSERT_FALSE(make_codec("q8")->raw_rows());
   ASSERT_TRUE(make_codec("q8")->gathers(*cpu_device()));
+  ASSERT_TRUE(make_codec("q8")->scatters(*cpu_device()));
+  ASSERT_TRUE(s.plan->send().rows_distinct_per_peer());
   for (const char* name : {"fp32", "q8"}) {
     SCOPED_TRACE(name);
     std::shared_ptr<const Codec> codec = make_codec(name);
@@ -268,12 +270,14 @@ TEST_F(HaloExchangeTest, RawRowCodecsNeedNoRowBuffers) {
     const std::size_t row = sizeof(float) * static_cast<std::size_t>(w);
     // Gathered rows: forward the S sent slots (unless the identity), backward the R halo slots
     // (unless the identity), neither when the codec reads them through the slot rows itself
-    // (Codec::gathers: the CPU q codecs); decoded rows: backward the S slots it accumulates.
+    // (Codec::gathers: the CPU q codecs); decoded rows: backward the S slots it accumulates,
+    // unless the codec adds them through the slot rows itself (Codec::scatters).
     const auto n_out = static_cast<std::size_t>(out.total()), n_in = static_cast<std::size_t>(in.total());
     const std::size_t gathered = codec->gathers(*cpu_device())
                                      ? 0
                                      : (out.is_identity() ? 0 : n_out) + (in.is_identity() ? 0 : n_in);
-    const std::size_t rows = codec->raw_rows() ? 0 : row * (gathered + n_out);
+    const std::size_t decoded = codec->scatters(*cpu_device()) ? 0 : n_out;
+    const std::size_t rows = codec->raw_rows() ? 0 : row * (gathered + decoded);
     EXPECT_EQ(ex.workspace_bytes(), blocks + rows);
   }
 }

@@ -2,8 +2,12 @@
 // fp16/bf16 error bounds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <string>
 
 #include "compress/codec_plan.hpp"
@@ -133,6 +137,41 @@ TEST_P(EveryCodec, EncodesGatheredRowsAsTheGatheredBlockWhereItGathers) {
     ADD_FAILURE() << GetParam() << " accepted a NaN";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("global id 902"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(EveryCodec, DecodesScatteredRowsAsAddingTheDecodedBlockWhereItScatters) {
+  // Unpacking fused with decoding (Codec::scatters): a block added through an index into a
+  // larger matrix (rows out of order, some rows untouched) must leave the bits of decoding the
+  // block into a matrix of its own and then adding each row, for shapes whose rows do and do not
+  // start on a byte boundary, and enough rows to run on several threads.
+  const auto codec = make_codec(GetParam());
+  if (!codec->scatters(*cpu_device())) {
+    EXPECT_TRUE(codec->raw_rows()) << GetParam() << ": only a raw-rows codec needs no scatter";
+    return;
+  }
+  for (const std::int64_t cols : {1, 7, 37, 256, 300}) {
+    for (const std::int64_t count : {17, 3000}) {
+      const std::int64_t n = count + 40;
+      std::vector<LocalId> index(static_cast<std::size_t>(n));
+      std::iota(index.begin(), index.end(), LocalId{0});
+      std::mt19937 shuffle(static_cast<std::uint32_t>(cols + count));
+      std::shuffle(index.begin(), index.end(), shuffle);
+      index.resize(static_cast<std::size_t>(count));
+      const Matrix block = random_block(count, cols, 13);
+      const auto ids = iota_ids(count, 700);
+      const CodecContext ctx = make_ctx(ids, 3);
+      const std::vector<std::byte> bytes = encode(*codec, block.view(), ctx);
+      Matrix decoded(count, cols);
+      codec->decode(*cpu_device(), bytes, ctx, decoded.view());
+      Matrix want = random_block(n, cols, 14), got = want.clone(cpu_device());
+      for (std::int64_t i = 0; i < count; ++i)
+        for (std::int64_t j = 0; j < cols; ++j)
+          want(index[static_cast<std::size_t>(i)], j) += decoded(i, j);
+      codec->decode_scattered(*cpu_device(), bytes, ctx, got.view(), index.data(), count);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * n * cols), 0)
+          << GetParam() << ", " << count << " x " << cols;
+    }
   }
 }
 
