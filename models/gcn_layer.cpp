@@ -120,6 +120,7 @@ class GcnLayer final : public SplitLayer {
       progress_exchange(progress);
       aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
     } else {
+      // dx's owned rows = dT Wᵀ (dT and the parameter gradients came in backward_halo).
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
                     weight_.value.view(), 0.0f, gx_own);
     }

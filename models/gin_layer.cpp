@@ -157,6 +157,7 @@ class GinLayer final : public SplitLayer {
       aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
       kernels::axpy(dev, self_weight_, scratch_.view(), gx_own);
     } else {
+      // gx's owned rows = gt W1ᵀ (gt, d(eps) and dW1 came in backward_halo).
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, n_own),
                     weight1_.value.view(), 0.0f, gx_own);
     }

@@ -136,6 +136,7 @@ class SageLayer final : public SplitLayer {
       progress_exchange(progress);
       aggregate_transpose_owned(dev, *op_, scratch_.view(), gx_own);
     } else {
+      // gx's owned rows = gt W_neighᵀ (gt and dW_neigh came in backward_halo).
       kernels::gemm(dev, false, true, 1.0f, scratch_.view().rows_range(0, g.num_owned),
                     weight_neigh_.value.view(), 0.0f, gx_own);
     }
