@@ -56,10 +56,11 @@ bool needs_send_rows(const SlotMap& out, const Codec& codec, std::int64_t cols, 
 }
 
 /// Whether the codec adds a selection's decoded slots into their rows itself (unpacking fused
-/// with decoding: Codec::decode_scattered), so that nothing is decoded into a row buffer first.
+/// with decoding: Codec::decode_scattered), so that nothing is decoded into a row buffer first:
+/// an exchange that accumulates (the backward's gradients into their owned rows).
 bool decodes_scattered(const SlotMap& in, bool accumulate, const Codec& codec, const Device& dev) {
-  return in.is_selection() && !(in.is_identity() && !accumulate) && in.rows_distinct_per_peer() &&
-         !codec.raw_rows() && codec.scatters(dev);
+  return accumulate && in.is_selection() && in.rows_distinct_per_peer() && !codec.raw_rows() &&
+         codec.scatters(dev);
 }
 
 /// Whether an exchange needs a row buffer for its decoded receive slots: they cannot land in the
@@ -394,7 +395,6 @@ Request HaloExchange::start(const HaloPlan& plan, int layer, Direction dir, std:
     // (peer after peer: a row several peers send receives their gradients in slot order, as
     // unpack adds them).
     const bool scattered = cols > 0 && decodes_scattered(side, accumulate, *codec, d);
-    if (scattered && !accumulate) kernels::fill(d, dst, 0.0f);
     DenseView decoded = dst;
     if (raw_slots) {
       decoded = DenseView{reinterpret_cast<float*>(recv_dev), side.total(), cols};
