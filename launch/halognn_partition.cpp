@@ -5,6 +5,7 @@
 //                     [--order-block ROWS] [--metis-graph FILE]
 //                     [--groups semantic [--groups-per-link K] [--drop-o2o]]
 //                     [--sparsify-features K [--sparsify-sample NODES]]
+//                     [--sample-degree D]   (--method parmetis)
 //
 // Prints the partition report as a table. Errors: one line "halognn-partition: <message>" on
 // stderr and exit status 1. `--method parmetis` runs under mpirun on any number of ranks
@@ -170,20 +171,32 @@ int run_parmetis(int& argc, char**& argv, const PartitionConfig& cfg, const std:
     print_report(r.dataset_name, r.num_features, false, cfg, r.report, r.manifest, out);
     // The peak RSS columns are the process's high-water mark after each step (the last one is
     // its peak): the step where it jumps is the one that needed the memory.
+    const dist::SampledPartitionStats& sp = r.sampling;
+    if (sp.entries > 0)
+      std::printf("PT-Scotch partitioned %lld of %lld adjacency entries (--sample-degree %lld); "
+                  "cut %lld, refined in %d sweeps to %lld; heaviest part %lld of at most %lld; "
+                  "sample %.2f s, PT-Scotch %.2f s, refine %.2f s\n",
+                  static_cast<long long>(sp.sampled_entries), static_cast<long long>(sp.entries),
+                  static_cast<long long>(cfg.sample_degree), static_cast<long long>(sp.initial_cut),
+                  sp.refine_rounds, static_cast<long long>(sp.final_cut),
+                  static_cast<long long>(sp.heaviest_part), static_cast<long long>(sp.max_part_weight),
+                  sp.sample_s, sp.initial_s, sp.refine_s);
     std::printf("%6s %12s %12s %8s %8s %8s %8s %8s %12s %12s   %s\n", "rank", "nodes", "edge rows",
                 "read s", "graph s", "part s", "move s", "write s", "read MiB", "sent MiB",
-                "peak RSS MiB after read / graph / part / move / write");
+                "peak RSS MiB after read / graph / PT-Scotch / part / move / write");
     DistributedPartitionStats worst;
     std::uint64_t sent = 0;
     for (Rank k = 0; k < size; ++k) {
       const DistributedPartitionStats& s = r.ranks[k];
-      std::printf("%6d %12lld %12lld %8.2f %8.2f %8.2f %8.2f %8.2f %12.1f %12.1f   %.1f / %.1f / %.1f / %.1f / %.1f\n",
+      const auto mib = [](std::int64_t b) { return b / 1048576.0; };
+      std::printf("%6d %12lld %12lld %8.2f %8.2f %8.2f %8.2f %8.2f %12.1f %12.1f   %.1f / %.1f / "
+                  "%.1f / %.1f / %.1f / %.1f\n",
                   k, static_cast<long long>(s.node_end - s.node_begin),
                   static_cast<long long>(s.edge_end - s.edge_begin), s.read_s, s.graph_s,
                   s.partition_s, s.move_s, s.write_s, s.bytes_read / 1048576.0,
-                  s.bytes_sent / 1048576.0, s.peak_rss_after_read / 1048576.0,
-                  s.peak_rss_after_graph / 1048576.0, s.peak_rss_after_partition / 1048576.0,
-                  s.peak_rss_after_move / 1048576.0, s.peak_rss_bytes / 1048576.0);
+                  s.bytes_sent / 1048576.0, mib(s.peak_rss_after_read),
+                  mib(s.peak_rss_after_graph), mib(s.peak_rss_after_scotch), mib(s.peak_rss_after_partition),
+                  mib(s.peak_rss_after_move), mib(s.peak_rss_bytes));
       worst.read_s = std::max(worst.read_s, s.read_s);
       worst.graph_s = std::max(worst.graph_s, s.graph_s);
       worst.partition_s = std::max(worst.partition_s, s.partition_s);
@@ -212,6 +225,7 @@ int run(int argc, char** argv) {
   std::int64_t order_block = LocalOrder{}.block_rows;
   int parts = 0, groups_per_link = 0, sparsify_k = 0;
   std::int64_t sparsify_sample = PartitionConfig{}.sparsify_sample;
+  std::int64_t sample_degree = PartitionConfig{}.sample_degree;
   bool drop_o2o = false;
   std::uint64_t seed = 1;
   po::options_description opts(
@@ -251,7 +265,11 @@ int run(int argc, char** argv) {
        "fp32; docs/partitioning.md); 0: dense. A sparsified dataset (halognn-data sparsify) is "
        "stored as it is: only its own k is accepted")
       ("sparsify-sample", po::value(&sparsify_sample)->default_value(sparsify_sample),
-       "nodes (about; seeded by --seed) whose sorted values the codebook averages");
+       "nodes (about; seeded by --seed) whose sorted values the codebook averages")
+      ("sample-degree", po::value(&sample_degree)->default_value(sample_degree),
+       "--method parmetis: PT-Scotch partitions a sample of the edges (seeded by --seed) in which "
+       "a vertex keeps about this many, and label propagation refines the parts on the whole "
+       "graph; 0: PT-Scotch partitions the whole graph (more memory)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, opts), vm);
   if (vm.count("help")) {
@@ -304,6 +322,11 @@ int run(int argc, char** argv) {
                    sparsify_sample);
   cfg.sparsify_k = sparsify_k;
   cfg.sparsify_sample = sparsify_sample;
+  GNN_CHECK_CONFIG(sample_degree >= 0, "--sample-degree must be non-negative (0: no sample), got ",
+                   sample_degree);
+  GNN_CHECK_CONFIG(vm["sample-degree"].defaulted() || cfg.method == PartitionConfig::Method::parmetis,
+                   "--sample-degree needs --method parmetis (METIS partitions the whole graph)");
+  cfg.sample_degree = sample_degree;
   if (cfg.method == PartitionConfig::Method::parmetis) {
     GNN_CHECK_CONFIG(metis_graph.empty(), "--metis-graph is not supported by --method parmetis "
                      "(no rank holds the whole graph)");

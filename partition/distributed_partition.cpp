@@ -29,8 +29,6 @@
 
 #include <zlib.h>
 
-#include <ptscotch.h>
-
 #include "comm/mpi_env.hpp"
 #include "core/atomic_output.hpp"
 #include "core/data/npy.hpp"
@@ -39,18 +37,26 @@
 #include "core/file_read.hpp"
 #include "core/process_memory.hpp"
 #include "partition/build_part.hpp"
+#include "partition/dist_exchange.hpp"
 #include "partition/distributed_partition.hpp"
 #include "partition/partition_io.hpp"
+#include "partition/sampled_partition.hpp"
+#include "partition/scotch_kway.hpp"
 
 namespace halognn {
-
-static_assert(sizeof(SCOTCH_Num) == 8,
-              "halognn needs PT-Scotch with 64-bit SCOTCH_Num (Debian: scotch-int64 of "
-              "libptscotch-dev)");
 
 namespace fs = std::filesystem;
 
 namespace {
+
+using dist::block_begin;
+using dist::block_owner;
+using dist::Cursor;
+using dist::exchange;
+using dist::put;
+
+/// METIS' default imbalance (ufactor 30), asked of PT-Scotch and kept by the refinement.
+constexpr double kImbalance = 0.03;
 
 constexpr const char* kSplitNames[3] = {"train", "val", "test"};
 
@@ -58,99 +64,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-/// The block distribution of n items over k ranks: rank r holds [r n / k, (r+1) n / k).
-std::int64_t block_begin(std::int64_t n, Rank k, Rank r) {
-  // n * r can exceed 2^63 only for n > 2^53 with huge K; use 128-bit arithmetic anyway.
-  return static_cast<std::int64_t>(static_cast<__int128>(n) * r / k);
-}
-
-/// The rank whose block holds item v.
-Rank block_owner(std::int64_t n, Rank k, std::int64_t v) {
-  // The largest r with block_begin(r) <= v.
-  Rank r = static_cast<Rank>(static_cast<__int128>(v) * k / std::max<std::int64_t>(n, 1));
-  while (r + 1 < k && block_begin(n, k, r + 1) <= v) ++r;
-  while (r > 0 && block_begin(n, k, r) > v) --r;
-  return r;
-}
-
-/// Bytes per rank and round of a point-to-point exchange: MPI counts are int.
-constexpr std::int64_t kChunkBytes = std::int64_t{1} << 30;
-
-/// All-to-all of variable-size byte buffers with 64-bit sizes: send[d] goes to rank d; returns
-/// what every rank sent this one, concatenated in rank order. Adds the bytes sent to other ranks
-/// to `sent`.
-std::vector<std::byte> exchange(MPI_Comm comm, const std::vector<std::vector<std::byte>>& send,
-                                std::uint64_t& sent) {
-  int k = 1, me = 0;
-  MPI_Comm_size(comm, &k);
-  MPI_Comm_rank(comm, &me);
-  std::vector<std::int64_t> send_n(static_cast<std::size_t>(k)), recv_n(send_n.size());
-  for (int d = 0; d < k; ++d) send_n[d] = static_cast<std::int64_t>(send[d].size());
-  GNN_CHECK_MPI(MPI_Alltoall(send_n.data(), 1, MPI_INT64_T, recv_n.data(), 1, MPI_INT64_T, comm));
-  std::vector<std::int64_t> at(static_cast<std::size_t>(k) + 1, 0);
-  for (int s = 0; s < k; ++s) at[s + 1] = at[s] + recv_n[s];
-  std::vector<std::byte> out(static_cast<std::size_t>(at[k]));
-  std::vector<MPI_Request> reqs;
-  reqs.reserve(static_cast<std::size_t>(2 * k) + static_cast<std::size_t>(at[k] / kChunkBytes) +
-               static_cast<std::size_t>(std::accumulate(send_n.begin(), send_n.end(), std::int64_t{0}) / kChunkBytes));
-  for (int s = 0; s < k; ++s) {
-    if (s == me) continue;
-    for (std::int64_t off = 0, c = 0; off < recv_n[s]; off += kChunkBytes, ++c) {
-      reqs.emplace_back();
-      GNN_CHECK_MPI(MPI_Irecv(out.data() + at[s] + off,
-                              static_cast<int>(std::min(kChunkBytes, recv_n[s] - off)), MPI_BYTE,
-                              s, static_cast<int>(c), comm, &reqs.back()));
-    }
-  }
-  for (int d = 0; d < k; ++d) {
-    if (d == me) continue;
-    for (std::int64_t off = 0, c = 0; off < send_n[d]; off += kChunkBytes, ++c) {
-      reqs.emplace_back();
-      GNN_CHECK_MPI(MPI_Isend(send[d].data() + off,
-                              static_cast<int>(std::min(kChunkBytes, send_n[d] - off)), MPI_BYTE,
-                              d, static_cast<int>(c), comm, &reqs.back()));
-    }
-    sent += static_cast<std::uint64_t>(send_n[d]);
-  }
-  if (send_n[me] > 0) std::memcpy(out.data() + at[me], send[me].data(), send[me].size());
-  GNN_CHECK_MPI(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
-  return out;
-}
-
-/// Appends the bytes of `v` to `buf`.
-template <typename T>
-void put(std::vector<std::byte>& buf, const T* v, std::size_t n) {
-  const auto* b = reinterpret_cast<const std::byte*>(v);
-  buf.insert(buf.end(), b, b + n * sizeof(T));
-}
-template <typename T>
-void put(std::vector<std::byte>& buf, T v) {
-  put(buf, &v, 1);
-}
-
-/// Reads typed values from a received byte stream.
-class Cursor {
- public:
-  explicit Cursor(const std::vector<std::byte>& b) : b_(b) {}
-  template <typename T>
-  T get() {
-    T v;
-    std::memcpy(&v, b_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return v;
-  }
-  template <typename T>
-  void get(T* out, std::size_t n) {
-    std::memcpy(out, b_.data() + at_, n * sizeof(T));
-    at_ += n * sizeof(T);
-  }
-  bool done() const { return at_ >= b_.size(); }
-
- private:
-  const std::vector<std::byte>& b_;
-  std::size_t at_ = 0;
-};
 
 /// The fields of a dataset's manifest.json that the partitioner needs (docs/datasets.md).
 struct DatasetShape {
@@ -249,78 +162,6 @@ struct CrcPieces {
   std::uint32_t src = 0, dst = 0, labels = 0;
   std::uint64_t src_len = 0, dst_len = 0, labels_len = 0;
 };
-
-/// Calls `call`, then throws naming `what` when it returned non-zero (PT-Scotch reports the
-/// details on stderr itself).
-void scotch_check(int rc, const char* what) {
-  if (rc != 0) throw Error(detail::concat("PT-Scotch: ", what, " failed (code ", rc, ")"));
-}
-
-/// The part of each vertex of this rank's block, from PT-Scotch's k-way partitioning of the
-/// distributed graph (the block's CSR with global column ids).
-///
-/// Why not ParMETIS_V3_PartKway of PT-Scotch's ParMETIS interface, which wraps the same
-/// routines: it ignores ubvec and options, so neither the balance nor a seed can be set, and it
-/// runs in Scotch's default (threaded, non-deterministic) context: three calls on one graph gave
-/// three partitions. Here the graph is bound to a context with Scotch's deterministic and
-/// fixed-seed options and the seed `seed`, and the strategy asks for METIS' default imbalance,
-/// 3% (ufactor 30). The result is a function of (graph, P, seed, rank count).
-std::vector<Rank> assign_scotch(MPI_Comm comm, const std::vector<EdgeOffset>& row_ptr,
-                                const std::vector<GlobalId>& col, Rank parts,
-                                std::uint64_t seed) {
-  int k = 1;
-  MPI_Comm_size(comm, &k);
-  const SCOTCH_Num n = static_cast<SCOTCH_Num>(row_ptr.size()) - 1;
-  // The block's CSR as it is (64-bit on both sides); Scotch reads these arrays without writing.
-  static_assert(std::is_same_v<SCOTCH_Num, EdgeOffset> && std::is_same_v<SCOTCH_Num, GlobalId>);
-  auto* vertloc = const_cast<SCOTCH_Num*>(row_ptr.data());
-  auto* edgeloc = const_cast<SCOTCH_Num*>(col.data());
-  const auto edges = static_cast<SCOTCH_Num>(col.size());
-  std::vector<SCOTCH_Num> part(static_cast<std::size_t>(n), 0);
-  SCOTCH_Dgraph graph, bound;
-  SCOTCH_Context context;
-  SCOTCH_Strat strat;
-  scotch_check(SCOTCH_dgraphInit(&graph, comm), "SCOTCH_dgraphInit");
-  scotch_check(SCOTCH_dgraphInit(&bound, comm), "SCOTCH_dgraphInit");
-  scotch_check(SCOTCH_contextInit(&context), "SCOTCH_contextInit");
-  scotch_check(SCOTCH_stratInit(&strat), "SCOTCH_stratInit");
-  int rc = 0;
-  const char* what = "";
-  auto step = [&](int r, const char* name) {
-    if (rc == 0 && r != 0) {
-      rc = r;
-      what = name;
-    }
-  };
-  step(SCOTCH_dgraphBuild(&graph, 0, n, n, vertloc, vertloc + 1, nullptr, nullptr, edges, edges,
-                          edgeloc, nullptr, nullptr),
-       "SCOTCH_dgraphBuild");
-  // One Scotch thread per rank: with more, PT-Scotch's folding calls MPI from several threads at
-  // once, which MPI initialised without MPI_THREAD_MULTIPLE does not allow (a crash inside
-  // SCOTCH_dgraphFold2 at 4 ranks).
-  step(SCOTCH_contextThreadSpawn(&context, 1, nullptr), "SCOTCH_contextThreadSpawn");
-  step(SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMDETERMINISTIC, 1),
-       "SCOTCH_contextOptionSetNum (deterministic)");
-  step(SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1),
-       "SCOTCH_contextOptionSetNum (fixed seed)");
-  if (rc == 0) SCOTCH_contextRandomSeed(&context, static_cast<SCOTCH_Num>(seed));
-  if (rc == 0) step(SCOTCH_contextBindDgraph(&context, &graph, &bound), "SCOTCH_contextBindDgraph");
-  if (rc == 0)
-    step(SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, k, parts, 0.03),
-         "SCOTCH_stratDgraphMapBuild");
-  if (rc == 0) step(SCOTCH_dgraphPart(&bound, parts, &strat, part.data()), "SCOTCH_dgraphPart");
-  SCOTCH_stratExit(&strat);
-  SCOTCH_dgraphExit(&bound);
-  SCOTCH_contextExit(&context);
-  SCOTCH_dgraphExit(&graph);
-  scotch_check(rc, what);
-  std::vector<Rank> out(static_cast<std::size_t>(n));
-  for (SCOTCH_Num i = 0; i < n; ++i) {
-    GNN_ASSERT(part[i] >= 0 && part[i] < parts, "PT-Scotch returned part ", part[i]);
-    out[i] = static_cast<Rank>(part[i]);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -565,7 +406,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   t0 = Clock::now();
 
   // --- 3. the parts ----------------------------------------------------------------------------
-  step_begins("partitioning (PT-Scotch)");
+  step_begins(cfg.sample_degree > 0 ? "sampling edges" : "partitioning (PT-Scotch)");
   nb.part.assign(static_cast<std::size_t>(nloc), 0);
   collective_try(comm, [&] {
     if (assignment) {
@@ -577,7 +418,24 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
       return;
     }
     if (P == 1) return;
-    nb.part = assign_scotch(comm, nb.row_ptr, nb.col, P, cfg.seed);
+    std::vector<GlobalId> vtxdist(static_cast<std::size_t>(K) + 1);
+    for (Rank r = 0; r <= K; ++r) vtxdist[r] = block_begin(N, K, r);
+    const dist::DistGraph g =
+        dist::dist_graph_from_global(comm, std::move(vtxdist), nb.row_ptr, nb.col, st.bytes_sent);
+    dist::SampledPartitionOptions opt;
+    opt.parts = P;
+    opt.imbalance = kImbalance;
+    opt.seed = cfg.seed;
+    opt.sample_degree = cfg.sample_degree;
+    const std::vector<std::int64_t> part = dist::sampled_partition(
+        comm, g, opt,
+        [&](MPI_Comm c, const dist::DistGraph& sample) {
+          step_begins("partitioning (PT-Scotch)");
+          return dist::scotch_kway(c, sample, P, kImbalance, cfg.seed);
+        },
+        res.sampling, st.bytes_sent);
+    for (std::int64_t i = 0; i < nloc; ++i) nb.part[i] = static_cast<Rank>(part[i]);
+    st.peak_rss_after_scotch = res.sampling.peak_rss_after_initial;
   });
   st.partition_s = seconds_since(t0);
   st.peak_rss_after_partition = peak_rss_bytes();
@@ -749,6 +607,9 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
         }
         rows.row_ptr.push_back(static_cast<EdgeOffset>(rows.col.size()));
       }
+      // The last part this rank writes has taken its rows out of the records: free them before
+      // the part is built (they are as large as its rows).
+      if (p + K >= P) std::vector<std::byte>().swap(structure);
       std::sort(halo_deg.begin(), halo_deg.end());
       halo_deg.erase(std::unique(halo_deg.begin(), halo_deg.end()), halo_deg.end());
       const auto halo_degree = [&](GlobalId u) {

@@ -17,6 +17,7 @@
 
 #include "core/json.hpp"
 #include "core/types.hpp"
+#include "partition/sampled_partition.hpp"
 #include "partition/partition.hpp"
 
 namespace halognn {
@@ -28,10 +29,11 @@ struct DistributedPartitionStats {
   std::uint64_t bytes_read = 0;   ///< .npy bytes read (headers and element data)
   std::uint64_t bytes_sent = 0;   ///< bytes sent to other ranks
   std::int64_t peak_rss_bytes = 0;  ///< getrusage maximum resident set size at the end
-  /// The same high-water mark at the end of the read, graph, partition and move steps: the step
-  /// after which it first reaches peak_rss_bytes is the one that peaked.
-  std::int64_t peak_rss_after_read = 0, peak_rss_after_graph = 0, peak_rss_after_partition = 0,
-               peak_rss_after_move = 0;
+  /// The same high-water mark at the end of the read, graph, PT-Scotch, partition (refinement
+  /// included) and move steps: the step after which it first reaches peak_rss_bytes
+  /// is the one that peaked.
+  std::int64_t peak_rss_after_read = 0, peak_rss_after_graph = 0, peak_rss_after_scotch = 0,
+               peak_rss_after_partition = 0, peak_rss_after_move = 0;
   double read_s = 0, graph_s = 0, partition_s = 0, move_s = 0, write_s = 0;
 };
 
@@ -41,6 +43,7 @@ struct DistributedPartitionResult {
   PartitionReport report;
   Json manifest;
   std::vector<DistributedPartitionStats> ranks;  ///< rank 0: every rank's stats
+  dist::SampledPartitionStats sampling;          ///< every rank: sample, cuts and times
   DistributedPartitionStats local;               ///< this rank's
   std::vector<std::string> removed_leftovers;    ///< rank 0: leftovers of killed runs removed
   std::string dataset_name;

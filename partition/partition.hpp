@@ -63,6 +63,10 @@ struct PartitionConfig {
   /// about `sparsify_sample` nodes (keyed by `seed`).
   std::int32_t sparsify_k = 0;
   std::int64_t sparsify_sample = 100000;
+  /// --method parmetis only (--sample-degree): PT-Scotch partitions a sample of the edges in
+  /// which a vertex keeps about this many, refined on the whole graph
+  /// (partition/sampled_partition.hpp); 0 hands PT-Scotch the whole graph.
+  std::int64_t sample_degree = 16;
 };
 
 /// "metis" / "random" / "parmetis".

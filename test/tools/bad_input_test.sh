@@ -279,6 +279,10 @@ expect_error "partition parmetis: an unknown option (2 ranks)" "unrecognised opt
   "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --method parmetis --frobnicate
 expect_error "partition: metis under mpirun refused (2 ranks)" "use --method parmetis" \
   "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px"
+expect_error "partition: --sample-degree without parmetis" "--sample-degree needs --method parmetis" \
+  "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --sample-degree 8
+expect_error "partition parmetis: a negative --sample-degree (2 ranks)" "--sample-degree must be non-negative" \
+  "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 2 --out "$work/px" --method parmetis --sample-degree -1
 expect_ok "partition parmetis: 2 ranks, 3 parts" "edge cut" \
   "${mpi2[@]}" "$bin/halognn-partition" --data "$work/ds" --parts 3 --out "$work/pp3" --method parmetis
 expect_error "data: unknown command" "frobnicate" "$bin/halognn-data" frobnicate
