@@ -7,10 +7,10 @@
 //      routed to the owner of each listed node;
 //   2. every edge goes, in both directions, to the rank owning its source node: rank r then
 //      holds the complete (deduplicated, loop-free) neighbour lists of its node block;
-//   3. PT-Scotch assigns the parts (64-bit SCOTCH_Num: no id is cut), with the routines behind
-//      its ParMETIS_V3_PartKway but a deterministic, seeded context and METIS' 3% imbalance
-//      (see assign_scotch);
-//   4. every distinct neighbour asks its block owner for its part and degree;
+//   3. PT-Scotch (64-bit SCOTCH_Num: no id is cut; seeded, deterministic, METIS' 3% imbalance)
+//      partitions a sample of the edges, and label propagation refines the parts on the whole
+//      graph (sampled_partition.hpp, scotch_kway.hpp);
+//   4. the owner of every foreign neighbour tells its part and degree (dist_graph.hpp's plan);
 //   5. each node moves, with its neighbour list, the parts and (for foreign neighbours) degrees
 //      of its neighbours, its features, label and split, to the writer of its part (part p:
 //      rank p mod K), which builds the part with build_part and writes its rank file into the
@@ -408,6 +408,14 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   // --- 3. the parts ----------------------------------------------------------------------------
   step_begins(cfg.sample_degree > 0 ? "sampling edges" : "partitioning (PT-Scotch)");
   nb.part.assign(static_cast<std::size_t>(nloc), 0);
+  // The block with 32-bit local neighbour indices and the plan that refreshes a value per
+  // foreign neighbour from its owner: for sampling and refining, then for step 4.
+  dist::DistGraph g;
+  {
+    std::vector<GlobalId> vtxdist(static_cast<std::size_t>(K) + 1);
+    for (Rank r = 0; r <= K; ++r) vtxdist[r] = block_begin(N, K, r);
+    g = dist::dist_graph_from_global(comm, std::move(vtxdist), nb.row_ptr, nb.col, st.bytes_sent);
+  }
   collective_try(comm, [&] {
     if (assignment) {
       for (std::int64_t i = 0; i < nloc; ++i) {
@@ -418,10 +426,6 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
       return;
     }
     if (P == 1) return;
-    std::vector<GlobalId> vtxdist(static_cast<std::size_t>(K) + 1);
-    for (Rank r = 0; r <= K; ++r) vtxdist[r] = block_begin(N, K, r);
-    const dist::DistGraph g =
-        dist::dist_graph_from_global(comm, std::move(vtxdist), nb.row_ptr, nb.col, st.bytes_sent);
     dist::SampledPartitionOptions opt;
     opt.parts = P;
     opt.imbalance = kImbalance;
@@ -441,60 +445,26 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
   st.peak_rss_after_partition = peak_rss_bytes();
   t0 = Clock::now();
 
-  // --- 4. part and degree of every neighbour (asked of its block owner) -------------------------
+  // --- 4. part and degree of every neighbour (from its block owner, through the ghost plan) ---
   step_begins("moving nodes to their parts");
-  std::vector<GlobalId> remote;  // distinct neighbours outside the block, ascending
-  std::vector<Rank> remote_part;
-  std::vector<std::int64_t> remote_degree;
-  {
-    for (GlobalId u : nb.col)
-      if (u < nb.begin || u >= nb.end) remote.push_back(u);
-    std::sort(remote.begin(), remote.end());
-    remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
-    std::vector<std::vector<std::byte>> ask(static_cast<std::size_t>(K));
-    for (GlobalId u : remote) put(ask[block_owner(N, K, u)], u);
-    const std::vector<std::byte> asked = exchange(comm, ask, st.bytes_sent);
-    // Answer in the order asked: the requests from rank s arrive as one ascending run.
-    std::vector<std::int64_t> from(static_cast<std::size_t>(K) + 1, 0);
-    {
-      std::vector<std::int64_t> n_ask(static_cast<std::size_t>(K)), n_got(n_ask.size());
-      for (Rank d = 0; d < K; ++d) n_ask[d] = static_cast<std::int64_t>(ask[d].size());
-      GNN_CHECK_MPI(MPI_Alltoall(n_ask.data(), 1, MPI_INT64_T, n_got.data(), 1, MPI_INT64_T, comm));
-      for (Rank s = 0; s < K; ++s) from[s + 1] = from[s] + n_got[s];
-    }
-    ask = {};
-    std::vector<std::vector<std::byte>> answer(static_cast<std::size_t>(K));
-    for (Rank s = 0; s < K; ++s)
-      for (std::int64_t off = from[s]; off < from[s + 1]; off += sizeof(GlobalId)) {
-        GlobalId v;
-        std::memcpy(&v, asked.data() + off, sizeof v);
-        const std::int64_t i = v - nb.begin;
-        put(answer[s], static_cast<std::int64_t>(nb.part[i]));
-        put(answer[s], static_cast<std::int64_t>(nb.row_ptr[i + 1] - nb.row_ptr[i]));
-      }
-    const std::vector<std::byte> answers = exchange(comm, answer, st.bytes_sent);
-    // Answers come back grouped by owner rank ascending, each in the order asked: exactly the
-    // order of `remote` (ascending ids, and blocks ascend with rank).
-    remote_part.resize(remote.size());
-    remote_degree.resize(remote.size());
-    Cursor c(answers);
-    for (std::size_t j = 0; j < remote.size(); ++j) {
-      remote_part[j] = static_cast<Rank>(c.get<std::int64_t>());
-      remote_degree[j] = c.get<std::int64_t>();
-    }
-  }
-  // The part of every adjacency entry, and the degree of a neighbour outside the block.
   std::vector<Rank> col_part(nb.col.size());
+  std::vector<std::int64_t> ghost_degree;
+  {
+    std::vector<std::int64_t> value(static_cast<std::size_t>(nloc));
+    for (std::int64_t i = 0; i < nloc; ++i) value[i] = nb.part[i];
+    const std::vector<std::int64_t> ghost_part = dist::ghost_values(comm, g, value, st.bytes_sent);
+    for (std::int64_t i = 0; i < nloc; ++i) value[i] = nb.row_ptr[i + 1] - nb.row_ptr[i];
+    ghost_degree = dist::ghost_values(comm, g, value, st.bytes_sent);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t e = 0; e < static_cast<std::int64_t>(nb.col.size()); ++e) {
-    const GlobalId u = nb.col[e];
-    col_part[e] = u >= nb.begin && u < nb.end
-                      ? nb.part[u - nb.begin]
-                      : remote_part[std::lower_bound(remote.begin(), remote.end(), u) - remote.begin()];
+    for (std::int64_t e = 0; e < static_cast<std::int64_t>(nb.col.size()); ++e) {
+      const std::int32_t u = g.adj[e];
+      col_part[e] = u < nloc ? nb.part[u] : static_cast<Rank>(ghost_part[u - nloc]);
+    }
   }
-  auto degree_of = [&](GlobalId u) -> std::int64_t {
-    if (u >= nb.begin && u < nb.end) return nb.row_ptr[u - nb.begin + 1] - nb.row_ptr[u - nb.begin];
-    return remote_degree[std::lower_bound(remote.begin(), remote.end(), u) - remote.begin()];
+  // The degree of the neighbour of adjacency entry e.
+  auto degree_of = [&](EdgeOffset e) -> std::int64_t {
+    const std::int32_t u = g.adj[e];
+    return u < nloc ? nb.row_ptr[u + 1] - nb.row_ptr[u] : ghost_degree[u - nloc];
   };
 
   // --- 5. every node to the writer of its part ----------------------------------------------
@@ -518,7 +488,7 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
       for (EdgeOffset e = nb.row_ptr[i]; e < nb.row_ptr[i + 1]; ++e)
         put(s, static_cast<std::int64_t>(col_part[e]));
       for (EdgeOffset e = nb.row_ptr[i]; e < nb.row_ptr[i + 1]; ++e)
-        if (col_part[e] != p) put(s, degree_of(nb.col[e]));
+        if (col_part[e] != p) put(s, degree_of(e));
       std::vector<std::byte>& r = r_send[w];
       put(r, nb.features.data() + i * F, static_cast<std::size_t>(F));
       if (ds.multilabel)
@@ -528,10 +498,9 @@ DistributedPartitionResult distributed_partition(MPI_Comm comm, const std::strin
       put(r, nb.split[i]);
     }
     nb = NodeBlock{};
+    g = dist::DistGraph{};
     col_part = {};
-    remote = {};
-    remote_part = {};
-    remote_degree = {};
+    ghost_degree = {};
     structure = exchange(comm, s_send, st.bytes_sent);
     s_send = {};
     rowdata = exchange(comm, r_send, st.bytes_sent);

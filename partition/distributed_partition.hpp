@@ -3,8 +3,9 @@
 /// Partitioning on K MPI ranks, for graphs no single host can hold (halognn-partition --method
 /// parmetis under mpirun; docs/partitioning.md "Distributed partitioning"). Rank r reads only
 /// its slice of the dataset's arrays (the r-th block of edge rows and of node rows), the edges
-/// travel to the rank owning their source, PT-Scotch assigns the parts (seeded, deterministic),
-/// every part's owned vertices move to the rank that writes it (part p: rank p mod K) with their
+/// travel to the rank owning their source, PT-Scotch assigns the parts on a sample of the edges
+/// (seeded, deterministic) and label propagation refines them on the whole graph
+/// (sampled_partition.hpp), every part's owned vertices move to the rank that writes it (part p: rank p mod K) with their
 /// neighbour lists and rows, and that rank builds the part with build_part, the serial
 /// partitioner's own code. Rank 0 writes the manifest last; the directory appears only when
 /// every rank succeeded.
@@ -17,8 +18,8 @@
 
 #include "core/json.hpp"
 #include "core/types.hpp"
-#include "partition/sampled_partition.hpp"
 #include "partition/partition.hpp"
+#include "partition/sampled_partition.hpp"
 
 namespace halognn {
 

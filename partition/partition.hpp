@@ -66,7 +66,7 @@ struct PartitionConfig {
   /// --method parmetis only (--sample-degree): PT-Scotch partitions a sample of the edges in
   /// which a vertex keeps about this many, refined on the whole graph
   /// (partition/sampled_partition.hpp); 0 hands PT-Scotch the whole graph.
-  std::int64_t sample_degree = 16;
+  std::int64_t sample_degree = 8;
 };
 
 /// "metis" / "random" / "parmetis".

@@ -22,7 +22,7 @@ struct SampledPartitionOptions {
   double imbalance = 0.03;  ///< part weight limit: (1 + imbalance) x the average
   std::uint64_t seed = 1;   ///< which edges the sample keeps
   /// About how many edges a vertex keeps in the sample (sample_edges); 0: the whole graph.
-  std::int64_t sample_degree = 16;
+  std::int64_t sample_degree = 8;
   int refine_rounds = 8;  ///< refinement sweeps over the whole graph (fewer when none moves)
 };
 
