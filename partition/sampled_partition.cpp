@@ -187,7 +187,6 @@ int refine(MPI_Comm comm, const DistGraph& g, std::vector<std::int64_t>& part, R
   return round;
 }
 
-
 std::vector<std::int64_t> sampled_partition(MPI_Comm comm, const DistGraph& g,
                                             const SampledPartitionOptions& opt,
                                             const InitialPartitioner& initial,
