@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +30,7 @@
 
 #include "comm/mpi_env.hpp"
 #include "core/atomic_output.hpp"
+#include "core/clock.hpp"
 #include "core/data/npy.hpp"
 #include "core/data/state_io.hpp"
 #include "core/error.hpp"
@@ -59,11 +59,6 @@ using dist::put;
 constexpr double kImbalance = 0.03;
 
 constexpr const char* kSplitNames[3] = {"train", "val", "test"};
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// The fields of a dataset's manifest.json that the partitioner needs (docs/datasets.md).
 struct DatasetShape {

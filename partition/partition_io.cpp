@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "core/atomic_output.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "partition/partition_io.hpp"
 
@@ -568,9 +569,9 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   std::vector<LinkGroups> links;
   double grouping_s = 0;
   if (cfg.semantic_groups) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     links = group_links(g, parts, cfg.parts, cfg.grouping);
-    grouping_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    grouping_s = seconds_since(t0);
   }
   PartitionReport report;
   // Sparsified features: encoded once for every node (one codebook for all parts), or taken as
@@ -587,13 +588,13 @@ Json write_partition_dir(const Dataset& ds, const GlobalGraph& g, const std::vec
   } else if (cfg.sparsify_k > 0) {
     GNN_CHECK_CONFIG(cfg.sparsify_sample >= 1, "--sparsify-sample must be at least 1, got ",
                      cfg.sparsify_sample);
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     encoded = sparsify_features(ds.features.data(), ds.features.rows(), ds.features.cols(),
                                 cfg.sparsify_k, cfg.seed,
                                 sparsify_sample_fraction(cfg.sparsify_sample, ds.num_nodes));
     encoded.codebook_sample = cfg.sparsify_sample;
     encoded.codebook_seed = cfg.seed;
-    sparsify_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sparsify_s = seconds_since(t0);
     sparse = &encoded;
   }
   Json files = Json::array(), group_files = Json::array();

@@ -3,11 +3,11 @@
 #include "partition/sampled_partition.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
 #include "comm/mpi_env.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/process_memory.hpp"
 #include "core/rng.hpp"
@@ -15,11 +15,6 @@
 namespace halognn::dist {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::int64_t sum_over_ranks(MPI_Comm comm, std::int64_t v) {
   GNN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT64_T, MPI_SUM, comm));

@@ -26,7 +26,7 @@ struct SampledPartitionOptions {
   int refine_rounds = 8;  ///< refinement sweeps over the whole graph (fewer when none moves)
 };
 
-/// What the scheme did, the same on every rank.
+/// What the scheme did: the same on every rank but peak_rss_after_initial, which is this rank's.
 struct SampledPartitionStats {
   std::int64_t entries = 0, sampled_entries = 0;  ///< adjacency entries, all ranks
   std::int64_t initial_cut = 0;  ///< cut of the initial partitioner's parts, on the whole graph

@@ -1,12 +1,12 @@
 #include "training/trainer.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <span>
 
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/kernels/kernels.hpp"
 #include "training/lr_schedule.hpp"
@@ -15,12 +15,6 @@
 
 namespace halognn {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// Divides each owned feature row by its sum (Kipf & Welling's preprocessing); zero rows stay.
 void row_normalize(Matrix& features) {

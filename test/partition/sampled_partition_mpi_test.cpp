@@ -104,12 +104,16 @@ TEST(SampleEdges, KeepsBothEntriesOfAnEdgeOrNeitherAndEveryEdgeOfALowDegreeVerte
         ASSERT_TRUE(kept.count({v, g.col[e]})) << "vertex " << v << " of degree " << g.degree(v)
                                                << " lost its edge to " << g.col[e];
     }
-    if (degree == 24) EXPECT_GT(low_degree_vertices, 100);  // the rule is exercised
+    if (degree == 24) {
+      EXPECT_GT(low_degree_vertices, 100);  // the rule is exercised
+    }
     // A vertex keeps about `degree` edges (more where its neighbours have low degree).
     const double mean_kept = static_cast<double>(kept.size()) / static_cast<double>(g.num_nodes);
     EXPECT_GT(mean_kept, degree * 0.7);
     EXPECT_LT(mean_kept, degree * 1.6);
-    if (degree == 8) EXPECT_LT(static_cast<double>(kept.size()), 0.25 * static_cast<double>(g.col.size()));
+    if (degree == 8) {
+      EXPECT_LT(static_cast<double>(kept.size()), 0.25 * static_cast<double>(g.col.size()));
+    }
     // The same seed gives the same sample, another seed another.
     EXPECT_EQ(dist::sample_edges(MPI_COMM_WORLD, d, degree, 7, sent).adj, s.adj);
     int differs = dist::sample_edges(MPI_COMM_WORLD, d, degree, 8, sent).adj != s.adj;
