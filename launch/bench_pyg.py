@@ -12,7 +12,7 @@ max_memory_allocated; halognn's device_peak_bytes, the high-water mark of its me
 
 usage: bench_pyg.py --bin BUILD/bin --work DIR [--sizes NODES:EDGES,...] [--models gcn,sage]
                     [--ranks 1,2,4] [--features 100] [--classes 47] [--epochs 10] [--warmup 3]
-                    [--pyg-modes sparse,edge_index] [--json FILE]
+                    [--pyg-modes sparse,edge_index] [--no-overlap-too] [--json FILE]
        bench_pyg.py --pyg-run --data DIR --model gcn|sage --mode sparse|edge_index [...]
 EDGES counts undirected edges drawn (halognn-data generate --edges); ogbn-products' size is
 2000000:60000000.
@@ -102,7 +102,7 @@ def run(cmd, env=None):
     return r.stdout, time.perf_counter() - t0
 
 
-def halognn_run(a, part, model, ranks, metrics):
+def halognn_run(a, part, model, ranks, metrics, overlap=True):
     env = dict(os.environ, OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 2) // ranks)),
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     if os.path.exists(metrics):
@@ -111,10 +111,11 @@ def halognn_run(a, part, model, ranks, metrics):
          os.path.join(a.bin, "halognn-train"), "--partition", part, "--model", model,
          "--layers", "3", "--hidden", "256", "--dropout", str(a.dropout),
          "--epochs", str(a.warmup + a.epochs), "--eval-every", str(a.warmup + a.epochs),
-         "--device", "cuda", "--transport", "mpi", "--quiet", "--metrics", metrics], env=env)
+         "--device", "cuda", "--transport", "mpi", "--quiet", "--metrics", metrics]
+        + ([] if overlap else ["--no-overlap"]), env=env)
     rows = [json.loads(l) for l in open(metrics) if l.strip()]
     epochs = [r for r in rows if "epoch_s" in r]
-    return {"impl": "halognn", "model": model, "ranks": ranks,
+    return {"impl": "halognn" if overlap else "halognn-no-overlap", "model": model, "ranks": ranks,
             "epoch_s": statistics.median(e["epoch_s"] for e in epochs[a.warmup:]),
             "loss": epochs[-1]["loss"], "peak_bytes": max(e.get("device_peak_bytes", 0) for e in epochs),
             "compute_s": statistics.median(e["compute_s"] for e in epochs[a.warmup:]),
@@ -186,6 +187,9 @@ def main():
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--no-overlap-too", action="store_true",
+                   help="also run every multi-rank halognn row with --no-overlap (the exchange "
+                        "waited for before any aggregation) beside the default overlap")
     p.add_argument("--json", help="also write every result as JSON lines here")
     p.add_argument("--prepare", action="store_true",
                    help="only generate and partition into --work (a later run reuses them and "
@@ -238,30 +242,31 @@ def main():
                     for mode in a.pyg_modes.split(","):
                         record(pyg(a, data, model, mode, base, nodes, edges))
                 metrics = os.path.join(a.work, "m_%d_%s_%d.jsonl" % (nodes, model, ranks))
-                try:
-                    record(dict(base, **halognn_run(a, part, model, ranks, metrics)))
-                except RuntimeError as e:
-                    lines = [l for l in str(e).splitlines() if l.strip("- ")]
-                    ours = [l for l in lines if "halognn-train" in l and "failed (" not in l]
-                    record(dict(base, impl="halognn", model=model, ranks=ranks,
-                                error=(ours or lines or ["failed"])[0]))
+                for overlap in [True] + ([False] if a.no_overlap_too and ranks > 1 else []):
+                    try:
+                        record(dict(base, **halognn_run(a, part, model, ranks, metrics, overlap)))
+                    except RuntimeError as e:
+                        lines = [l for l in str(e).splitlines() if l.strip("- ")]
+                        ours = [l for l in lines if "halognn-train" in l and "failed (" not in l]
+                        record(dict(base, impl="halognn" if overlap else "halognn-no-overlap",
+                                    model=model, ranks=ranks, error=(ours or lines or ["failed"])[0]))
 
     if a.prepare:
         os.unlink(pidfile)
         return 0
-    print("\n%-9s %-10s %-5s %-16s %5s %10s %9s %9s %12s %9s" % (
+    print("\n%-9s %-10s %-5s %-18s %5s %10s %9s %9s %12s %9s" % (
         "nodes", "edges", "model", "impl", "ranks", "epoch ms", "comm ms", "peak GiB",
         "vs pyg-sparse", "loss"))
     for r in results:
         ref = [q for q in results if q["nodes"] == r["nodes"] and q["model"] == r["model"]
                and q["impl"] == "pyg-sparse" and "epoch_s" in q]
         if "error" in r:
-            print("%-9d %-10d %-5s %-16s %5d %s" % (r["nodes"], r["edges_drawn"], r["model"],
+            print("%-9d %-10d %-5s %-18s %5d %s" % (r["nodes"], r["edges_drawn"], r["model"],
                                                    r["impl"], r["ranks"], r["error"]))
             continue
         speed = "%.2fx" % (ref[0]["epoch_s"] / r["epoch_s"]) if ref else "-"
         comm = "%.1f" % (r["comm_s"] * 1e3) if "comm_s" in r else "-"
-        print("%-9d %-10d %-5s %-16s %5d %10.1f %9s %9.2f %12s %9.4f" % (
+        print("%-9d %-10d %-5s %-18s %5d %10.1f %9s %9.2f %12s %9.4f" % (
             r["nodes"], r["edges_drawn"], r["model"], r["impl"], r["ranks"], r["epoch_s"] * 1e3,
             comm, r["peak_bytes"] / 2**30, speed, r["loss"]))
     return 0

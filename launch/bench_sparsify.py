@@ -15,6 +15,7 @@ Run with /usr/bin/python3; needs the tools in BUILD/bin and converted datasets (
 convert) in --data.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -147,17 +148,19 @@ def accuracy(args):
         for model in args.models:
             for k in ([] if args.skip_dense else [0]) + args.k:
                 part = partition(args, data, k, 1)
-                accs = []
-                for seed in args.seeds:
-                    metrics = os.path.join(args.work, "acc.jsonl")
+
+                def one(seed):
+                    metrics = os.path.join(args.work, "acc-%s-%s-k%d-%d.jsonl" % (name, model, k, seed))
                     if os.path.exists(metrics):
                         os.remove(metrics)
                     run([os.path.join(args.build, "bin", "halognn-train"), "--partition", part,
-                         "--quiet", "--seed", str(seed), "--metrics", metrics] +
+                         "--quiet", "--seed", str(seed), "--metrics", metrics, "--device", args.device] +
                         bench_suite.PROTOCOLS[protocol][model] +
                         bench_suite.PROTOCOLS[protocol].get("_all", []), env=env)
-                    fin = [json.loads(l) for l in open(metrics)][-1]
-                    accs.append(100 * fin["final_test_acc"])
+                    return 100 * [json.loads(l) for l in open(metrics)][-1]["final_test_acc"]
+
+                with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                    accs = list(pool.map(one, args.seeds))
                 ratio = "1" if not k else "%.1f" % json.load(
                     open(os.path.join(part, "manifest.json")))["features"]["ratio"]
                 print("| %s | %s | %s | %s | %.4f | %.2f ± %.2f (%s) |" % (
@@ -181,6 +184,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank")
     ap.add_argument("--models", nargs="+", default=["gcn", "sage"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    ap.add_argument("--jobs", type=int, default=1, help="accuracy: seeds trained at a time")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="accuracy: halognn-train --device")
     args = ap.parse_args()
     for data in args.data:  # the benchmark compares against fp32: it needs the dense features
         if "sparsified_features" in json.load(open(os.path.join(data, "manifest.json"))):

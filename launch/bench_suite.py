@@ -18,6 +18,7 @@ usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [-
 Run with /usr/bin/python3 (Debian's numpy/matplotlib). Needs the tools built in BUILD_DIR/bin.
 """
 import argparse
+import concurrent.futures
 import glob
 import importlib.util
 import json
@@ -197,6 +198,7 @@ class Env:
         self.work = os.path.abspath(work or a.work)
         self.partition_format = partition_format  # None: whatever the build's own tool wrote
         self.reuse = a.reuse
+        self.datasets_dir = os.path.abspath(a.datasets_dir)
         os.makedirs(self.work, exist_ok=True)
         self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                         OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -232,7 +234,7 @@ class Env:
             spec = DATASETS.get(name, dict(src=name, convert=[]))
             opts = [str(seed) if o == "SEED" else str(seed - 1) if o == "SPLIT" else o
                     for o in spec["convert"]]
-            cmd = ["halognn-data", "convert", "--input", os.path.join(SHARED, spec["src"]),
+            cmd = ["halognn-data", "convert", "--input", os.path.join(self.datasets_dir, spec["src"]),
                    "--out", d] + opts
         # The command that made the dataset is kept beside it: a dataset (and its partitions)
         # made with other options, e.g. by an older protocol, is made again.
@@ -284,11 +286,11 @@ def pct(m_s):
 
 def accuracy(e, a):
     """Test score of the final model (the best validation evaluation, restored) per dataset,
-    model, rank count, codec and exchange mode; mean ± sd over seeds 1..N."""
-    rows, results = [], []
+    model, rank count, codec and exchange mode; mean ± sd over seeds 1..N. The runs go --jobs at a
+    time (datasets and partitions are made first, one after another)."""
+    configs = []
     for ds in a.datasets:
         for model in a.models:
-            cells = {}
             for ranks in a.ranks:
                 for codec in a.codecs:
                     for mode in a.modes:
@@ -296,34 +298,48 @@ def accuracy(e, a):
                         if mode != "sync":
                             every = mode.split(":")[1] if ":" in mode else "0"
                             extra += ["--exchange", "pipelined", "--sync-every", every]
-                        scores, vals, epochs, t0 = [], [], [], time.time()
-                        for s in range(1, a.seeds + 1):
-                            # One thread per rank: accuracy runs are not timed, and spinning
-                            # OpenMP threads on a shared machine only slow them down.
-                            _, f = e.train(ds, ranks, train_args(ds, model, s) + extra,
-                                           f"acc-{ds}-{model}-{ranks}-{codec}-{mode}-{s}",
-                                           threads=1, seed=s)
-                            scores.append(f["final_test_acc"])
-                            vals.append(f["final_val_acc"])
-                            epochs.append(f["epochs_run"])
-                        ms = mean_std(scores)
-                        results.append(dict(dataset=ds, model=model, ranks=ranks, codec=codec,
-                                            mode=mode, test=scores, val=vals, epochs=epochs,
-                                            metric=f["metric"]))
-                        cells[(ranks, codec, mode)] = ms
-                        pub, src = PUBLISHED.get((ds, model.split("-")[0]), ("–", ""))
-                        delta = ""
-                        if pub != "–":
-                            delta = f"{100 * ms[0] - float(pub.split()[0]):+.1f}"
-                        # The validation score picks among variants (Platonov et al.'s depth).
-                        rows.append([ds, model, ranks, codec, mode, pct(mean_std(vals)), pct(ms),
-                                     pub, delta,
-                                     f"{statistics.mean(epochs):.0f}", f["metric"],
-                                     f"{time.time() - t0:.0f} s"])
-                        print(rows[-1], file=sys.stderr, flush=True)
+                        if a.device != "cpu":
+                            extra += ["--device", a.device]
+                        configs.append((ds, model, ranks, codec, mode, tuple(extra)))
+    runs = [(c, s) for c in configs for s in range(1, a.seeds + 1)]
+    for (ds, _, ranks, _, _, _), s in runs:
+        e.partition(ds, ranks, s)
+
+    def one(run):
+        (ds, model, ranks, codec, mode, extra), s = run
+        t0 = time.time()
+        # One thread per rank: accuracy runs are not timed, and spinning OpenMP threads on a
+        # shared machine only slow them down.
+        tag = f"acc-{ds}-{model}-{ranks}-{codec}-{mode}-{s}"
+        _, f = e.train(ds, ranks, train_args(ds, model, s) + list(extra), tag, threads=1, seed=s)
+        if sys.stderr.isatty():
+            print(f"{tag}: test {100 * f['final_test_acc']:.2f} after {f['epochs_run']} epochs",
+                  file=sys.stderr, flush=True)
+        return f, time.time() - t0
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        finals = dict(zip(runs, pool.map(one, runs)))
+    rows, results = [], []
+    for c in configs:
+        ds, model, ranks, codec, mode, _ = c
+        fs = [finals[(c, s)] for s in range(1, a.seeds + 1)]
+        scores = [f["final_test_acc"] for f, _ in fs]
+        vals = [f["final_val_acc"] for f, _ in fs]
+        epochs = [f["epochs_run"] for f, _ in fs]
+        metric = fs[-1][0]["metric"]
+        ms = mean_std(scores)
+        results.append(dict(dataset=ds, model=model, ranks=ranks, codec=codec, mode=mode,
+                            test=scores, val=vals, epochs=epochs, metric=metric))
+        pub, src = PUBLISHED.get((ds, model.split("-")[0]), ("–", ""))
+        delta = f"{100 * ms[0] - float(pub.split()[0]):+.1f}" if pub != "–" else ""
+        # The validation score picks among variants (Platonov et al.'s depth). The time column
+        # sums the seeds' own run times.
+        rows.append([ds, model, ranks, codec, mode, pct(mean_std(vals)), pct(ms), pub, delta,
+                     f"{statistics.mean(epochs):.0f}", metric,
+                     f"{sum(t for _, t in fs):.0f} s"])
     print(table(["dataset", "model", "ranks", "codec", "exchange", "val %",
                  f"test % (mean ± sd, {a.seeds} seeds)", "published", "Δ", "epochs (mean)",
-                 "metric", "wall"], rows))
+                 "metric", "run time"], rows))
     # The same, one row per dataset, model, codec and exchange, one column per rank count.
     wide = []
     for ds in a.datasets:
@@ -578,6 +594,11 @@ def main():
     p.add_argument("--codecs", nargs="+", default=["fp32"])
     p.add_argument("--modes", nargs="+", default=["sync"], help="sync | pipelined[:BOUND]")
     p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--jobs", type=int, default=1, help="accuracy: runs at a time")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="accuracy: halognn-train --device")
+    p.add_argument("--datasets-dir", default=SHARED,
+                   help="the source datasets (default: ../shared/datasets beside the checkout)")
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--bandwidths", nargs="+", default=["0.1", "1", "10", "100", "none"])
     p.add_argument("--latency-us", default="5")
