@@ -36,8 +36,7 @@ class GatLayer final : public Layer {
   void prepare(const LocalGraph& g) override {
     dev_ = g.dev;
     for (Parameter* p : {&weight_, &att_src_, &att_dst_, &bias_}) place_parameter(*p, dev_);
-    op_ = shared_graph_operator(g, "structure: A + I", OperatorForm::whole,
-                                /*self_loops=*/true, nullptr);
+    op_ = attention_operator(g);
     alpha_ = Buffer<float>(static_cast<std::size_t>(op_->a.nnz() * heads_), dev_);
     edge_grad_ = Buffer<float>(alpha_.size(), dev_);
     if (cfg_.attention_dropout > 0) drop_ = Buffer<float>(alpha_.size(), dev_);

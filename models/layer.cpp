@@ -48,6 +48,11 @@ std::shared_ptr<const GraphOperator> gcn_operator(const LocalGraph& g) {
                                });
 }
 
+std::shared_ptr<const GraphOperator> attention_operator(const LocalGraph& g) {
+  return shared_graph_operator(g, "structure: A + I", OperatorForm::whole, /*self_loops=*/true,
+                               nullptr);
+}
+
 std::shared_ptr<const GraphOperator> mean_operator(const LocalGraph& g) {
   const std::vector<float> degree = g.degree.to_host();
   return shared_graph_operator(g, "mean: D^-1 A", OperatorForm::split, /*self_loops=*/false,

@@ -231,6 +231,9 @@ std::shared_ptr<const GraphOperator> gcn_operator(const LocalGraph& g);
 /// The neighbour mean D^-1 A over global degrees (an isolated vertex has no entries: its mean is
 /// 0), one copy per graph: SAGE layers and SAGE residual blocks aggregate with it.
 std::shared_ptr<const GraphOperator> mean_operator(const LocalGraph& g);
+/// The structure of A + I, whole, with its transpose and entry map, one copy per graph: GAT
+/// layers and GAT residual blocks compute their attention coefficients over its entries.
+std::shared_ptr<const GraphOperator> attention_operator(const LocalGraph& g);
 
 std::unique_ptr<Layer> make_gcn_layer(const LayerConfig& cfg, std::uint64_t seed,
                                       std::int32_t layer_index);

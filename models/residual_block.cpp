@@ -2,6 +2,10 @@
 // architecture"): with h the block's input rows (all local rows, owned then halo),
 //   n = LayerNorm(h)                                  all local rows
 //   a = Â n (GCN: D^-1/2 (A + I) D^-1/2)  or  a = [n_own, M n] (SAGE: M the neighbour mean)
+//     or (GAT) z = n W_att + b_att on all local rows, per head k the scores
+//     e_vu = LeakyReLU_0.2(s_dst[v,k] + s_src[u,k]) with s_src = z W_src + b_src and
+//     s_dst = z_own W_dst over u in N(v) + {v}, softmax over u, a_v = sum_u alpha_vu z_u per
+//     head block of hidden/heads columns
 //   out = h_own + drop(GELU(drop(a W1 + b1)) W2 + b2)  owned rows
 // The first block computes h itself from the features, h = GELU(drop(x W_in + b_in)), on every
 // local row (the features of halo rows crossed once; a halo row's dropout mask is its owner's,
@@ -19,6 +23,7 @@ namespace halognn::detail {
 namespace {
 
 constexpr float kNormEps = 1e-5f;  // PyTorch's LayerNorm default
+constexpr float kAttentionSlope = 0.2f;  // the scores' LeakyReLU (Platonov et al.'s GAT module)
 
 /// The dropout sites of a block, the last coordinate of their RNG key (with the layer).
 enum Site : std::uint64_t { kInputSite = 0, kFirstSite = 1, kSecondSite = 2 };
@@ -26,7 +31,11 @@ enum Site : std::uint64_t { kInputSite = 0, kFirstSite = 1, kSecondSite = 2 };
 class ResidualBlock final : public Layer {
  public:
   ResidualBlock(const LayerConfig& cfg, std::uint64_t seed, std::int32_t layer)
-      : cfg_(cfg), sage_(cfg.kind == ModelKind::sage), d_(cfg.hidden) {
+      : cfg_(cfg),
+        sage_(cfg.kind == ModelKind::sage),
+        gat_(cfg.kind == ModelKind::gat),
+        heads_(gat_ ? cfg.heads : 1),
+        d_(cfg.hidden) {
     const std::string p = "layer" + std::to_string(layer) + ".";
     std::uint64_t index = 0;
     auto linear_weight = [&](const std::string& name, std::int64_t in, std::int64_t out,
@@ -45,6 +54,13 @@ class ResidualBlock final : public Layer {
     }
     norm_scale_ = ones("norm.scale", d_);
     norm_bias_ = uniform_parameter(p + "norm.bias", 1, d_, 0.0, seed, layer, index++);
+    if (gat_) {
+      w_att_ = linear_weight("attention.weight", d_, d_, d_);
+      b_att_ = linear_weight("attention.bias", 1, d_, d_);
+      w_src_ = linear_weight("attention.source.weight", d_, heads_, d_);
+      b_src_ = linear_weight("attention.source.bias", 1, heads_, d_);
+      w_dst_ = linear_weight("attention.target.weight", d_, heads_, d_);
+    }
     const std::int64_t ff_in = sage_ ? 2 * d_ : d_;  // SAGE: [n_own, M n]
     w1_ = linear_weight(sage_ ? "ff1.weight_self" : "ff1.weight", d_, d_, ff_in);
     if (sage_) w1_neigh_ = linear_weight("ff1.weight_neigh", d_, d_, ff_in);
@@ -63,8 +79,9 @@ class ResidualBlock final : public Layer {
   std::int64_t out_dim() const override { return cfg_.out_dim; }
   std::vector<Parameter*> parameters() override {
     std::vector<Parameter*> ps;
-    for (Parameter* p : {&w_in_, &b_in_, &norm_scale_, &norm_bias_, &w1_, &w1_neigh_, &b1_, &w2_,
-                         &b2_, &out_scale_, &out_bias_, &w_out_, &b_out_})
+    for (Parameter* p : {&w_in_, &b_in_, &norm_scale_, &norm_bias_, &w_att_, &b_att_, &w_src_,
+                         &b_src_, &w_dst_, &w1_, &w1_neigh_, &b1_, &w2_, &b2_, &out_scale_,
+                         &out_bias_, &w_out_, &b_out_})
       if (p->value.size() > 0) ps.push_back(p);  // the parameters this block declares
     return ps;
   }
@@ -72,7 +89,12 @@ class ResidualBlock final : public Layer {
   void prepare(const LocalGraph& g) override {
     dev_ = g.dev;
     for (Parameter* p : parameters()) place_parameter(*p, dev_);
-    op_ = sage_ ? mean_operator(g) : gcn_operator(g);  // the GCN and SAGE layers' own
+    // The GCN, SAGE and GAT layers' own operators.
+    op_ = gat_ ? attention_operator(g) : sage_ ? mean_operator(g) : gcn_operator(g);
+    if (gat_) {
+      alpha_ = Buffer<float>(static_cast<std::size_t>(op_->a.nnz() * heads_), dev_);
+      edge_grad_ = Buffer<float>(alpha_.size(), dev_);
+    }
   }
 
   void set_sparse_input(std::optional<SparseInput> x) override {
@@ -117,7 +139,11 @@ class ResidualBlock final : public Layer {
     kernels::layer_norm_forward(dev, h_view_, norm_scale_.value.data(), norm_bias_.value.data(),
                                 kNormEps, n.view(), ensure(stats_, nl, 2, dev_).data());
     Matrix& a = ensure(a_, no, d_, dev_);
-    aggregate(dev, *op_, n.view(), 0.0f, nullptr, a.view());
+    if (gat_) {
+      attend(dev, nl, no, a.view());
+    } else {
+      aggregate(dev, *op_, n.view(), 0.0f, nullptr, a.view());
+    }
 
     // The feed-forward: z1 = a W1 + b1 (SAGE: n_own W1_self + (M n) W1_neigh + b1), dropped in
     // place and kept (GELU's backward reads it); g1 = GELU(z1) kept for dW2.
@@ -190,7 +216,11 @@ class ResidualBlock final : public Layer {
       kernels::linear_grad(dev, a_.view(), gz1.view(), w1_.grad.view(), b1_.grad.data());
       const DenseView ga = a_.view();
       kernels::gemm(dev, false, true, 1.0f, gz1.view(), w1_.value.view(), 0.0f, ga);
-      aggregate_transpose(dev, *op_, ga, gn.view());
+      if (gat_) {
+        attend_backward(dev, nl, no, ga, gn.view());
+      } else {
+        aggregate_transpose(dev, *op_, ga, gn.view());
+      }
     }
 
     // gh = LayerNorm'(gn) on every local row, plus g_out on the owned rows (the skip connection).
@@ -217,6 +247,39 @@ class ResidualBlock final : public Layer {
   }
 
  private:
+  /// GAT: a = the attention-weighted aggregation of z = n W_att + b_att (n_ holds n).
+  void attend(const Device& dev, LocalId nl, LocalId no, DenseView a) {
+    Matrix& z = ensure(z_att_, nl, d_, dev_);
+    kernels::linear(dev, n_.view(), w_att_.value.view(), {}, {}, b_att_.value.data(), z.view());
+    Matrix& s_src = ensure(s_src_, nl, heads_, dev_);
+    Matrix& s_dst = ensure(s_dst_, no, heads_, dev_);
+    kernels::linear(dev, z.view(), w_src_.value.view(), {}, {}, b_src_.value.data(), s_src.view());
+    kernels::linear(dev, z.view().rows_range(0, no), w_dst_.value.view(), {}, {}, nullptr,
+                    s_dst.view());
+    kernels::gat_aggregate(dev, op_->a.view(), z.view(), s_dst.data(), s_src.data(), heads_,
+                           kAttentionSlope, alpha_.data(), nullptr, a);
+  }
+  /// GAT: from ga = dL/da to gn = dL/dn (every local row; n_ still holds n when called, and gn
+  /// may be n_ itself: n is read before gn is written).
+  void attend_backward(const Device& dev, LocalId nl, LocalId no, ConstDenseView ga, DenseView gn) {
+    Matrix& gz = ensure(gz_att_, nl, d_, dev_);
+    Matrix& gs_src = ensure(gs_src_, nl, heads_, dev_);
+    Matrix& gs_dst = ensure(gs_dst_, no, heads_, dev_);
+    kernels::gat_aggregate_backward(dev, op_->a.view(), op_->a_t.view(), op_->t_to_a.data(),
+                                    z_att_.view(), s_dst_.data(), s_src_.data(), heads_,
+                                    kAttentionSlope, alpha_.data(), nullptr, ga, edge_grad_.data(),
+                                    gs_dst.data(), gs_src.data(), gz.view());
+    // The scores are linear in z: their gradients reach z and the score weights.
+    kernels::linear_grad(dev, z_att_.view(), gs_src.view(), w_src_.grad.view(), b_src_.grad.data());
+    kernels::gemm(dev, false, true, 1.0f, gs_src.view(), w_src_.value.view(), 1.0f, gz.view());
+    kernels::linear_grad(dev, z_att_.view().rows_range(0, no), gs_dst.view(), w_dst_.grad.view(),
+                         nullptr);
+    kernels::gemm(dev, false, true, 1.0f, gs_dst.view(), w_dst_.value.view(), 1.0f,
+                  gz.view().rows_range(0, no));
+    kernels::linear_grad(dev, n_.view(), gz.view(), w_att_.grad.view(), b_att_.grad.data());
+    kernels::gemm(dev, false, true, 1.0f, gz.view(), w_att_.value.view(), 0.0f, gn);
+  }
+
   RngKey key(Site site) const {
     return RngKey{seed_, RngPurpose::block_dropout, static_cast<std::uint64_t>(epoch_),
                   static_cast<std::uint64_t>(layer_) * 3 + site};
@@ -232,9 +295,11 @@ class ResidualBlock final : public Layer {
   }
 
   LayerConfig cfg_;
-  bool sage_;
+  bool sage_, gat_;
+  std::int32_t heads_;
   std::int64_t d_;
   Parameter w_in_, b_in_, norm_scale_, norm_bias_, w1_, w1_neigh_, b1_, w2_, b2_;
+  Parameter w_att_, b_att_, w_src_, b_src_, w_dst_;  ///< GAT: the attention's linear layers
   Parameter out_scale_, out_bias_, w_out_, b_out_;
   DevicePtr dev_;
   std::shared_ptr<const GraphOperator> op_;  ///< shared with the model's other layers
@@ -254,17 +319,25 @@ class ResidualBlock final : public Layer {
   Matrix a_;         ///< the aggregation (GCN: Â n; SAGE: M n), then its gradient, no x d
   Matrix z1_, g1_;   ///< the first feed-forward layer after dropout, and its GELU, no x d
   Matrix out_, o_, out_stats_;  ///< head: the block's output rows, their LayerNorm and stats
+  Matrix z_att_, s_src_, s_dst_;  ///< GAT: z (nl x d) and the scores (nl, no x heads)
+  Buffer<float> alpha_, edge_grad_;  ///< GAT: coefficients and their scratch gradient (nnz x heads)
   // Backward scratch.
-  Matrix go_, gz2_, gz1_, gh_;
+  Matrix go_, gz2_, gz1_, gh_, gz_att_, gs_src_, gs_dst_;
 };
 
 }  // namespace
 
 std::unique_ptr<Layer> make_residual_block(const LayerConfig& cfg, std::uint64_t seed,
                                            std::int32_t layer_index) {
-  GNN_CHECK_CONFIG(cfg.kind == ModelKind::gcn || cfg.kind == ModelKind::sage,
-                   "the residual architecture has GCN and SAGE blocks (--model gcn or sage)");
+  GNN_CHECK_CONFIG(cfg.kind == ModelKind::gcn || cfg.kind == ModelKind::sage ||
+                       cfg.kind == ModelKind::gat,
+                   "the residual architecture has GCN, SAGE and GAT blocks (--model gcn, sage or gat)");
   GNN_CHECK_CONFIG(cfg.hidden > 0, "layer ", layer_index, ": the block width must be positive");
+  GNN_CHECK_CONFIG(cfg.kind != ModelKind::gat || (cfg.heads >= 1 && cfg.hidden % cfg.heads == 0),
+                   "layer ", layer_index, ": a GAT block's width ", cfg.hidden,
+                   " must be a multiple of its heads ", cfg.heads);
+  GNN_CHECK_CONFIG(cfg.attention_dropout == 0 && cfg.value_dropout == 0, "layer ", layer_index,
+                   ": residual GAT blocks have no attention or value dropout");
   GNN_CHECK_CONFIG(cfg.bias, "layer ", layer_index, ": residual blocks' linear layers have biases");
   GNN_CHECK_CONFIG(cfg.input_linear || cfg.in_dim == cfg.hidden, "layer ", layer_index,
                    ": a block after the first takes rows as wide as the blocks");

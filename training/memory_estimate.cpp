@@ -141,10 +141,10 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     LayerDims& d = dims[static_cast<std::size_t>(l)];
     d.in = in;
     d.out = last ? s.num_classes : cfg.hidden;
-    if (gat) d.heads = last ? cfg.output_heads : cfg.heads;
+    if (gat) d.heads = last && !residual ? cfg.output_heads : cfg.heads;
     d.mlp = cfg.hidden;
     d.concat = !last;
-    in = gat ? d.out_dim() : d.out;
+    in = gat && !residual ? d.out_dim() : d.out;  // a residual GAT block's heads share its width
   }
   // Layer 0 reads CSR when under 10% of the owned feature entries are non-zero (Trainer).
   const double owned_entries = own * feat;
@@ -223,6 +223,14 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       }
       declare(hid, true);
       declare(hid, true);
+      if (gat) {  // the attention's linear map, its source scores (with bias), target scores
+        const double heads = static_cast<double>(d.heads);
+        declare(hid * hid, true);
+        declare(hid, true);
+        declare(hid * heads, true);
+        declare(heads, true);
+        declare(hid * heads, true);
+      }
       declare(hid * hid, true);
       if (cfg.model == ModelKind::sage) declare(hid * hid, true);
       declare(hid, true);
@@ -316,6 +324,9 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
       // output rows, their norm, statistics and gradient.
       activations += kF * (nl * hid + 2 * nl + 5 * own * hid);
       if (l == 0) activations += kF * 3 * nl * hid;
+      // GAT blocks: z and the scores on every local row (target scores on the owned rows), and
+      // their gradients.
+      if (gat) activations += 2 * kF * (nl * hid + (nl + own) * static_cast<double>(d.heads));
       if (l + 1 == L) activations += kF * (3 * own * hid + 2 * own);
     } else if (gat) {
       const double width = static_cast<double>(d.heads) * out_d, h = static_cast<double>(d.heads);

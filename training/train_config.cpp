@@ -129,9 +129,19 @@ void TrainConfig::validate() const {
   GNN_CHECK_CONFIG(activation == "auto" || activation == "relu" || activation == "elu",
                    "unknown --activation '", activation, "' (choose from: auto, relu, elu)");
   if (architecture == Architecture::residual) {
-    GNN_CHECK_CONFIG(model == ModelKind::gcn || model == ModelKind::sage,
-                     "--architecture residual has GCN and SAGE blocks (--model gcn or sage, not ",
-                     to_string(model), ")");
+    GNN_CHECK_CONFIG(model != ModelKind::gin,
+                     "--architecture residual has GCN, SAGE and GAT blocks (--model gcn, sage or "
+                     "gat, not gin)");
+    // A GAT block splits its width among the heads (Platonov et al.'s GAT module), ends in the
+    // architecture's linear head and drops out only inside its feed-forward.
+    GNN_CHECK_CONFIG(hidden % heads == 0, "--hidden ", hidden, " must be a multiple of --heads ",
+                     heads, " with --architecture residual (a block's heads share its width)");
+    GNN_CHECK_CONFIG(output_heads == 1,
+                     "--output-heads applies to --architecture plain (residual models end in a "
+                     "linear head)");
+    GNN_CHECK_CONFIG(attention_dropout == 0 && value_dropout == 0,
+                     "--attention-dropout and --value-dropout apply to --architecture plain "
+                     "(residual GAT blocks drop out in their feed-forward only)");
     GNN_CHECK_CONFIG(activation == "auto",
                      "--activation applies to --architecture plain (residual blocks use GELU)");
     GNN_CHECK_CONFIG(bias, "--no-bias applies to --architecture plain (residual blocks' linear "

@@ -109,6 +109,7 @@ Trainer::Trainer(const TrainConfig& cfg, LocalPartition part, Transport& transpo
       // Residual blocks of width `hidden`; the first takes the features, the last ends in the
       // output head (models/residual_block.cpp).
       lc.residual = true;
+      lc.heads = cfg_.heads;  // GAT blocks: every block's attention, the head is linear
       lc.hidden = cfg_.hidden;
       lc.input_linear = l == 0;
       lc.output_head = last;

@@ -65,6 +65,14 @@ const ModelCase kModels[] = {
        c.dropout = 0.2f;
        c.lr = 0.003f;
      }},
+    // Platonov et al.'s GAT blocks (2 heads sharing the width 8): attention over owned and halo
+    // rows of the normalised input, scores from a linear map of every local row.
+    {"gat_residual", ModelKind::gat,
+     [](TrainConfig& c) {
+       c.architecture = Architecture::residual;
+       c.dropout = 0.2f;
+       c.lr = 0.003f;
+     }},
     {"gin_trained_eps", ModelKind::gin,
      [](TrainConfig& c) {
        c.train_eps = true;

@@ -187,6 +187,10 @@ INSTANTIATE_TEST_SUITE_P(
                              c.architecture = Architecture::residual;
                              c.hidden = 16;
                            }},
+                      // GAT blocks: the attention's parameters, rows, scores and per-edge
+                      // coefficients beside a residual block's own buffers.
+                      Case{"gat_residual", ModelKind::gat, "fp32", ExchangeMode::sync, false,
+                           [](TrainConfig& c) { c.architecture = Architecture::residual; }},
                       Case{"gcn_pipelined", ModelKind::gcn, "q2", ExchangeMode::pipelined, false},
                       Case{"sage_refresh", ModelKind::sage, "fp32", ExchangeMode::refresh, false},
                       Case{"sage_sparse", ModelKind::sage, "fp32", ExchangeMode::sync, true},

@@ -163,8 +163,23 @@ TEST(TrainCli, OptionsTheRunWouldIgnoreAreRefused) {
   refused({"--partition", "p", "--metric", "auc"}, "--metric");
   refused({"--partition", "p", "--model", "gat", "--output-heads", "100000"}, "--output-heads");
   refused({"--partition", "p", "--architecture", "resnet"}, "--architecture");
-  refused({"--partition", "p", "--architecture", "residual", "--model", "gat"}, "--model gcn or sage");
-  refused({"--partition", "p", "--architecture", "residual", "--model", "gin"}, "--model gcn or sage");
+  refused({"--partition", "p", "--architecture", "residual", "--model", "gin"},
+          "--model gcn, sage or gat");
+  // Residual GAT blocks split their width among the heads, end in a linear head and drop out in
+  // their feed-forward only.
+  refused({"--partition", "p", "--architecture", "residual", "--model", "gat", "--hidden", "10",
+           "--heads", "4"},
+          "multiple of --heads");
+  refused({"--partition", "p", "--architecture", "residual", "--model", "gat", "--output-heads",
+           "2"},
+          "--output-heads");
+  refused({"--partition", "p", "--architecture", "residual", "--model", "gat",
+           "--attention-dropout", "0.1"},
+          "--attention-dropout");
+  EXPECT_EQ(parse({"--partition", "p", "--model", "gat", "--architecture", "residual", "--heads",
+                   "8", "--hidden", "512"})
+                .cfg.heads,
+            8);
   refused({"--partition", "p", "--architecture", "residual", "--activation", "relu"},
           "--activation");
   refused({"--partition", "p", "--architecture", "residual", "--no-bias"}, "--no-bias");
