@@ -30,9 +30,24 @@ std::string case_name(const ::testing::TestParamInfo<GradCase>& info) { return i
 
 class LayerGradient : public ::testing::TestWithParam<GradCase> {};
 
-/// GAT only: the smallest |a_dst·z_v + a_src·z_u| over the entries of A + I, recomputed on the
-/// host from the layer's parameters. A central difference is only valid when no LeakyReLU input
-/// lies within (step x its sensitivity) of the kink at 0.
+/// The smallest |pre(v, u, h)| over the entries (v, u) of A + I in the owned rows and the heads:
+/// a central difference is only valid when no LeakyReLU input lies within (step x its
+/// sensitivity) of the kink at 0.
+double min_over_attention_entries(const LocalPartition& part, int heads,
+                                  const std::function<double(LocalId, LocalId, int)>& pre) {
+  double best = 1e30;
+  for (LocalId v = 0; v < part.num_owned; ++v) {
+    std::vector<LocalId> cols(part.col.begin() + part.row_ptr[v],
+                              part.col.begin() + part.row_ptr[v + 1]);
+    cols.push_back(v);
+    for (LocalId u : cols)
+      for (int h = 0; h < heads; ++h) best = std::min(best, std::abs(pre(v, u, h)));
+  }
+  return best;
+}
+
+/// GAT only: the scores' pre-activations a_dst·z_v + a_src·z_u, recomputed on the host from the
+/// layer's parameters.
 double min_attention_preactivation(Layer& layer, const LocalPartition& part, const Matrix& x,
                                    const LayerConfig& cfg) {
   const auto params = layer.parameters();
@@ -48,17 +63,9 @@ double min_attention_preactivation(Layer& layer, const LocalPartition& part, con
     }
     return s;
   };
-  double best = 1e30;
-  for (LocalId v = 0; v < part.num_owned; ++v) {
-    std::vector<LocalId> cols(part.col.begin() + part.row_ptr[v],
-                              part.col.begin() + part.row_ptr[v + 1]);
-    cols.push_back(v);
-    for (int h = 0; h < cfg.heads; ++h) {
-      for (LocalId u : cols)
-        best = std::min(best, std::abs(score(v, a_dst, h) + score(u, a_src, h)));
-    }
-  }
-  return best;
+  return min_over_attention_entries(part, cfg.heads, [&](LocalId v, LocalId u, int h) {
+    return score(v, a_dst, h) + score(u, a_src, h);
+  });
 }
 
 /// Residual GAT blocks without input dropout: the smallest |s_dst[v,k] + s_src[u,k]| over the
@@ -102,18 +109,11 @@ double min_residual_attention_preactivation(Layer& layer, const LocalPartition& 
     }
     return s;
   };
-  double best = 1e30;
-  for (LocalId v = 0; v < part.num_owned; ++v) {
-    std::vector<LocalId> cols(part.col.begin() + part.row_ptr[v],
-                              part.col.begin() + part.row_ptr[v + 1]);
-    cols.push_back(v);
-    const auto sv = scores(v);
-    for (LocalId u : cols) {
-      const auto su = scores(u);
-      for (int k = 0; k < cfg.heads; ++k) best = std::min(best, std::abs(sv[k][0] + su[k][1]));
-    }
-  }
-  return best;
+  std::vector<std::vector<std::array<double, 2>>> all;
+  for (LocalId v = 0; v < part.num_local(); ++v) all.push_back(scores(v));
+  return min_over_attention_entries(part, cfg.heads, [&](LocalId v, LocalId u, int h) {
+    return all[v][h][0] + all[u][h][1];
+  });
 }
 
 /// GIN only: the MLP's hidden pre-activations p = h W1 + b1 with
