@@ -188,6 +188,10 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                     help="accuracy: halognn-train --device")
     args = ap.parse_args()
+    if args.mode != "accuracy" and (args.jobs != 1 or args.device != "cpu"):
+        ap.error("--jobs and --device apply to the accuracy mode only")
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
     for data in args.data:  # the benchmark compares against fp32: it needs the dense features
         if "sparsified_features" in json.load(open(os.path.join(data, "manifest.json"))):
             sys.exit("bench_sparsify.py: %s holds sparsified features (halognn-data sparsify); "

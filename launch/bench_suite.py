@@ -615,6 +615,10 @@ def main():
     p.add_argument("--reuse", action="store_true",
                    help="tabulate existing per-run metrics files in --work instead of re-running them")
     a = p.parse_args()
+    if a.experiment != "accuracy" and (a.jobs != 1 or a.device != "cpu"):
+        p.error("--jobs and --device apply to the accuracy experiment only")
+    if a.jobs < 1:
+        p.error("--jobs must be at least 1")
     run_experiment(globals()[a.experiment], a)
 
 
