@@ -33,8 +33,9 @@ namespace {
 
 /// Bytes of gathered x (or of transposed partials) a feature block may span.
 constexpr double kCacheBudget = 16.0 * (1 << 20);
-/// Entries ahead whose x rows spmm (and whose partial rows spmm_transpose) request early,
-/// spmm_rows.inc: 32 gave 1.4-2.4x at F = 16-256 on the default graph, 16 and 64 no better.
+/// Entries ahead whose x rows spmm (and whose partial rows spmm_transpose) request early
+/// (spmm_rows.inc): the best of 16, 32 and 64 on the default graph (docs/benchmarks.md, "SpMM
+/// prefetching the rows of the entries ahead").
 constexpr std::int32_t kSpmmPrefetch = 32;
 /// Stored entries per row chunk (rows are never split).
 constexpr std::int64_t kChunkEntries = 1 << 14;
