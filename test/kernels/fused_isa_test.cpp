@@ -138,14 +138,17 @@ TEST_F(KernelModes, SpmmBiasIsTheAggregationPlusTheBias) {
   }
 }
 
-/// A large n x n CSR with up to `per_row` random entries per row (sorted, distinct columns).
-test::HostCsr large_random_csr(std::int64_t n, int per_row, std::uint64_t stream) {
+/// A large rows x cols CSR with up to `per_row` random entries per row (sorted, distinct columns).
+test::HostCsr large_random_csr(std::int64_t rows, std::int64_t cols, int per_row,
+                               std::uint64_t stream) {
   test::HostCsr a;
-  a.rows = a.cols = n;
+  a.rows = rows;
+  a.cols = cols;
+  const std::int64_t n = cols;
   a.row_ptr.push_back(0);
   const CounterRng rng(RngKey{7, RngPurpose::test, stream, 2});
   std::vector<std::int32_t> row;
-  for (std::int64_t i = 0; i < n; ++i) {
+  for (std::int64_t i = 0; i < rows; ++i) {
     row.clear();
     const auto count = rng.word(static_cast<std::uint64_t>(i), 0) % (per_row + 1);
     for (std::uint32_t t = 0; t < count; ++t)
@@ -165,7 +168,7 @@ TEST_F(KernelModes, SpmmFeatureBlocksAndTransposePartialsMatchNaiveLoops) {
   // 70000 x 64 floats of x exceed the kernels' cache budget: spmm runs in feature blocks, and
   // spmm_transpose's partials (one per thread) in blocks too.
   const std::int64_t n = 70000, f = 64;
-  const test::HostCsr h = large_random_csr(n, 6, 16);
+  const test::HostCsr h = large_random_csr(n, n, 6, 16);
   const CsrMatrix a = h.to_device();
   const Matrix x = random_matrix(n, f, 17);
   Matrix y(n, f), yt(n, f);
@@ -180,6 +183,30 @@ TEST_F(KernelModes, SpmmFeatureBlocksAndTransposePartialsMatchNaiveLoops) {
       }
   expect_near_all(y.host(), want, kTol);
   expect_near_all(yt.host(), want_t, kTol);
+}
+
+TEST_F(KernelModes, SpmmBiasWithBetaInFeatureBlocksCopiedOrGatheredInPlace) {
+  // x (70000 x 64 floats) exceeds the cache budget, so spmm runs in feature blocks of 48 and 16
+  // columns. 70000 rows gather each x row about 3 times: each block of x is copied into a
+  // contiguous array first; 2000 rows gather it about 0.1 times: the blocks are read in place.
+  const std::int64_t cols = 70000, f = 64;
+  const Matrix x = random_matrix(cols, f, 18), b = random_matrix(1, f, 19);
+  for (const std::int64_t rows : {cols, std::int64_t{2000}}) {
+    const test::HostCsr h = large_random_csr(rows, cols, 6, 20);
+    const CsrMatrix a = h.to_device();
+    Matrix y = random_matrix(rows, f, 21);
+    const std::vector<float> y0 = y.to_host();
+    kernels::spmm_bias(cpu(), a.view(), x.view(), 0.5f, b.data(), y.view());
+    std::vector<double> want(static_cast<std::size_t>(rows * f));
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < f; ++j) {
+        double s = 0.5 * y0[static_cast<std::size_t>(i * f + j)] + b(0, j);
+        for (std::int32_t k = h.row_ptr[i]; k < h.row_ptr[i + 1]; ++k) s += h.val[k] * x(h.col[k], j);
+        want[static_cast<std::size_t>(i * f + j)] = s;
+      }
+    SCOPED_TRACE("rows = " + std::to_string(rows));
+    expect_near_all(y.host(), want, kTol);
+  }
 }
 
 /// Every multi-versioned kernel on fixed inputs, its outputs concatenated.

@@ -6,7 +6,9 @@
 // (cols x F floats beyond kCacheBudget), the feature columns are processed in blocks, one pass
 // over the matrix per block, so that the x rows a pass gathers (cols x block floats) stay in cache;
 // the structure is re-read per pass instead (4 or 8 bytes per entry, against a block of 64+ bytes
-// gathered per entry). Each entry prefetches the x row of the entry kSpmmPrefetch ahead.
+// gathered per entry). Each block is first copied into a contiguous array (when the matrix has
+// at least as many entries as x rows), so that a pass gathers from 16 MiB, not from all of x.
+// Each entry prefetches the x row of the entry kSpmmPrefetch ahead.
 //
 // spmm_transpose: each thread scatters its contiguous rows' contributions into its own partial
 // result (thread 0 into y itself), and the partials are then added in thread order. Feature
@@ -47,7 +49,7 @@ void spmm_scalar(const SpmmArgs& s, std::int64_t r0, std::int64_t r1, std::int64
     for (std::int64_t f = f0; f < f1; ++f) {
       float acc = s.beta == 0.0f ? 0.0f : s.beta * out[f];
       for (std::int32_t k = s.a.row_ptr[i]; k < s.a.row_ptr[i + 1]; ++k) {
-        const float in = s.x[static_cast<std::int64_t>(s.a.col[k]) * s.ldx + f];
+        const float in = s.x[static_cast<std::int64_t>(s.a.col[k]) * s.ldx + f - s.x_col0];
         acc = s.a.val ? s.a.val[k * s.val_stride] * in + acc : in + acc;
       }
       if (s.bias) acc = acc + s.bias[f];
@@ -100,6 +102,27 @@ void run_spmm(const SpmmArgs& s, std::int64_t f) {
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
   const std::int64_t block = feature_block(s.a.cols, f);
   const std::int64_t n_blocks = (f + block - 1) / block;
+  const std::int64_t cols = s.a.cols;
+  if (n_blocks > 1 && s.a.nnz >= cols) {
+    // Each block of x's columns is first copied into a dense cols x block array: the gathers
+    // then read whole cache lines of one 16 MiB array instead of a block's slice of rows spread
+    // over all of x (every page of x, beyond what the TLB maps). Worth it when x's rows are
+    // gathered at least once each on average.
+    float* xb = scratch::shared_floats(static_cast<std::size_t>(cols * block));
+#pragma omp parallel
+    for (std::int64_t f0 = 0; f0 < f; f0 += block) {
+      const std::int64_t nf = std::min(f, f0 + block) - f0;
+#pragma omp for schedule(static)
+      for (std::int64_t r = 0; r < cols; ++r) std::copy_n(s.x + r * s.ldx + f0, nf, xb + r * nf);
+      SpmmArgs packed = s;
+      packed.x = xb;
+      packed.ldx = nf;
+      packed.x_col0 = f0;
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t c = 0; c < n_chunks; ++c) fn(packed, chunks[c], chunks[c + 1], f0, f0 + nf);
+    }
+    return;
+  }
   // One task per (feature block, row chunk), feature block major: all threads work on one block
   // of x at a time, with no barrier between blocks (a descheduled thread delays nobody).
   const std::int64_t tasks = n_blocks * n_chunks;

@@ -12,7 +12,8 @@ namespace halognn::kernels::reference::detail {
 /// y[i, f] = beta*y[i, f] (or 0) + sum over entries k of row i of w_k * x[a.col[k], f], then
 /// + bias[f]: one multiply and one add per entry, entries in order. w_k = a.val[k * val_stride]
 /// (1 when a.val is null). x and y are row-major with leading dimensions ldx and ldy; the feature
-/// range is given per call.
+/// range is given per call. x's column f is at x[row * ldx + f - x_col0] (x_col0 > 0: x holds a
+/// block of columns starting at x_col0).
 struct SpmmArgs {
   CsrView a;
   const float* x = nullptr;
@@ -22,6 +23,7 @@ struct SpmmArgs {
   float* y = nullptr;
   std::int64_t ldy = 0;
   std::int64_t val_stride = 1;
+  std::int64_t x_col0 = 0;
 };
 
 /// Rows [r0, r1), feature columns [f0, f1), with the instruction set of cpu_isa().
