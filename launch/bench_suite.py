@@ -561,27 +561,32 @@ def compare(e, a):
     configs = [c for c in SWEEP_CONFIGS if c[0] in a.configs]
     if len(configs) != len(a.configs):
         sys.exit(f"bench_suite: --configs must name entries of {[c[0] for c in SWEEP_CONFIGS]}")
-    rows, results = [], []
-    for name, cfg in configs:
-        args = ["--model", a.models[0], "--layers", "3", "--hidden", "256", "--epochs",
-                str(a.epochs), "--eval-every", str(a.epochs)] + cfg
-        times = {"baseline": [], "this build": []}
-        tag = name.replace(" ", "_").replace(",", "")
-        for rep_i in range(a.repeats):
-            # Interleaved, so that load changes on a shared machine hit both builds alike.
-            for label, env in (("baseline", base), ("this build", e)):
-                metrics = os.path.join(e.work, f"cmp-{tag}-{label.replace(' ', '_')}-{rep_i}.jsonl")
-                env.run(["halognn-train", "--partition", env.partition("default", a.ranks[0]),
-                         "--quiet", "--metrics", metrics] + args, ranks=a.ranks[0])
-                ep = [json.loads(l) for l in open(metrics)][:-1]
-                times[label].append(epoch_stats(ep, 2)["epoch_s"])
-        b, t = statistics.median(times["baseline"]), statistics.median(times["this build"])
-        results.append(dict(config=name, baseline=times["baseline"], this_build=times["this build"]))
-        rows.append([name, f"{b:.3f}", f"{t:.3f}", f"{t / b:.3f}",
-                     " ".join(f"{x:.2f}" for x in times["baseline"]),
-                     " ".join(f"{x:.2f}" for x in times["this build"])])
-    print(table([f"{a.models[0]} 3 x 256, default graph, {a.ranks[0]} ranks", "baseline epoch s (median)",
-                 "this build epoch s (median)", "this / baseline", "baseline runs", "this build runs"], rows))
+    results = []
+    for model in a.models:
+        for ranks in a.ranks:
+            rows = []
+            for name, cfg in configs:
+                args = ["--model", model, "--layers", "3", "--hidden", "256", "--epochs",
+                        str(a.epochs), "--eval-every", str(a.epochs)] + cfg
+                times = {"baseline": [], "this build": []}
+                tag = f"{model}-{ranks}-" + name.replace(" ", "_").replace(",", "")
+                for rep_i in range(a.repeats):
+                    # Interleaved, so that load changes on a shared machine hit both builds alike.
+                    for label, env in (("baseline", base), ("this build", e)):
+                        metrics = os.path.join(e.work, f"cmp-{tag}-{label.replace(' ', '_')}-{rep_i}.jsonl")
+                        env.run(["halognn-train", "--partition", env.partition("default", ranks),
+                                 "--quiet", "--metrics", metrics] + args, ranks=ranks)
+                        ep = [json.loads(l) for l in open(metrics)][:-1]
+                        times[label].append(epoch_stats(ep, 2)["epoch_s"])
+                b, t = statistics.median(times["baseline"]), statistics.median(times["this build"])
+                results.append(dict(model=model, ranks=ranks, config=name, baseline=times["baseline"],
+                                    this_build=times["this build"]))
+                rows.append([name, f"{b:.3f}", f"{t:.3f}", f"{t / b:.3f}",
+                             " ".join(f"{x:.2f}" for x in times["baseline"]),
+                             " ".join(f"{x:.2f}" for x in times["this build"])])
+            print(table([f"{model} 3 x 256, default graph, {ranks} ranks", "baseline epoch s (median)",
+                         "this build epoch s (median)", "this / baseline", "baseline runs",
+                         "this build runs"], rows), flush=True)
     return results
 
 
