@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -166,6 +169,43 @@ TEST(Elu, ForwardIsEluAndBackwardIsItsDerivativeThroughTheOutput) {
     // d ELU / dx = 1 for x > 0, exp(x) otherwise.
     EXPECT_NEAR(g.host()[i], g0.host()[i] * (in > 0 ? 1.0 : std::exp(in)), 1e-6);
   }
+}
+
+TEST(Elu, ForwardIsExpm1WithinOneUlpOverTheNegativeFloatsAndKeepsSpecialValues) {
+  // Every 301st float from -0 down to -40 (the vectorised expm1 of the kernel against the
+  // double-precision one, rounded), then the values with their own rules.
+  std::vector<float> in;
+  for (std::uint32_t bits = 0x80000001u; bits <= std::bit_cast<std::uint32_t>(-40.0f); bits += 301)
+    in.push_back(std::bit_cast<float>(bits));
+  const std::size_t swept = in.size();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float v : {-0.0f, 0.0f, -inf, inf, std::numeric_limits<float>::quiet_NaN(), -1e-40f,
+                        -88.0f, -1e30f, 3.5f})
+    in.push_back(v);
+  Matrix x(static_cast<std::int64_t>(in.size()), 1);
+  std::copy(in.begin(), in.end(), x.host().begin());
+  kernels::elu_forward(cpu(), x.view(), x.view());
+  const std::vector<float> out = x.to_host();
+  std::int64_t worst = 0;
+  for (std::size_t i = 0; i < swept; ++i) {
+    const auto want = static_cast<float>(std::expm1(static_cast<double>(in[i])));
+    const std::int64_t ulps = std::abs(static_cast<std::int64_t>(std::bit_cast<std::int32_t>(out[i])) -
+                                       std::bit_cast<std::int32_t>(want));
+    ASSERT_LE(ulps, 1) << "x = " << in[i] << ": " << out[i] << " against " << want;
+    worst = std::max(worst, ulps);
+  }
+  EXPECT_GT(swept, 3'000'000u);
+  const float* special = out.data() + swept;
+  EXPECT_TRUE(std::signbit(special[0]) && special[0] == 0.0f);   // -0 -> -0
+  EXPECT_TRUE(!std::signbit(special[1]) && special[1] == 0.0f);  // +0 -> +0
+  EXPECT_EQ(special[2], -1.0f);
+  EXPECT_EQ(special[3], inf);
+  EXPECT_TRUE(std::isnan(special[4]));
+  EXPECT_EQ(special[5], -1e-40f);  // a subnormal: expm1(x) = x
+  EXPECT_EQ(special[6], -1.0f);
+  EXPECT_EQ(special[7], -1.0f);
+  EXPECT_EQ(special[8], 3.5f);
+  std::printf("worst error over %zu floats: %lld ulp\n", swept, static_cast<long long>(worst));
 }
 
 TEST(Gelu, ForwardIsTheExactGeluAndBackwardItsDerivative) {

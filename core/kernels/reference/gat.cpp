@@ -12,6 +12,7 @@
 
 #include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/reference/reference_kernels.hpp"
+#include "core/kernels/reference/scratch.hpp"
 #include "core/kernels/reference/simd.hpp"
 #include "core/kernels/reference/sparse_rows.hpp"
 
@@ -142,19 +143,14 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
   if (a.rows == 0) return;
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
-  const detail::SpmmRowsFn aggregate = detail::spmm_rows_fn();
+  // Pass 1, per row and head: the edge softmax of the scores into alpha.
 #pragma omp parallel if (n_chunks > 1)
   {
-    std::vector<float> e;     // one row's scores
-    std::vector<float> coef;  // one row's dropped coefficients (with attention dropout)
+    std::vector<float> e;  // one row's scores
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t c = 0; c < n_chunks; ++c) {
       for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
         const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-        if (begin == end) {
-          std::fill(y.row(v), y.row(v) + z.cols, 0.0f);
-          continue;
-        }
         e.resize(static_cast<std::size_t>(end - begin));
         for (std::int32_t h = 0; h < heads; ++h) {
           // Max-shifted softmax: exp never overflows and the largest term is exactly 1.
@@ -173,31 +169,33 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
           }
           const float inv = 1.0f / sum;
           for (std::int32_t k = begin; k < end; ++k) alpha[k * heads + h] *= inv;
-          // y[v, head h] = sum_k c_k z[col_k, head h]: the SpMM row kernel. c = alpha (weights
-          // strided), or with attention dropout alpha times the multiplier: alpha keeps the
-          // softmax (the backward needs it), the sum uses the dropped weights.
-          detail::SpmmArgs s;
-          s.x = z.data + h * f;
-          s.ldx = z.cols;
-          s.ldy = y.cols;
-          if (drop == nullptr) {
-            s.a = a;
-            s.a.val = alpha + h;
-            s.val_stride = heads;
-            s.y = y.data + h * f;
-            aggregate(s, v, v + 1, 0, f);
-          } else {
-            coef.resize(e.size());
-            for (std::int32_t k = begin; k < end; ++k)
-              coef[k - begin] = alpha[k * heads + h] * drop[k * heads + h];
-            const std::int32_t row_ptr[2] = {0, end - begin};
-            s.a = CsrView{1, a.cols, end - begin, row_ptr, a.col + begin, coef.data()};
-            s.y = y.row(v) + h * f;
-            aggregate(s, 0, 1, 0, f);
-          }
         }
       }
     }
+  }
+  // Pass 2, per head: y[:, head h] = c z[:, head h], the SpMM of sparse.cpp (which gathers from a
+  // dense copy of the head's columns). c = alpha (weights strided), or with attention dropout
+  // alpha times the multiplier: alpha keeps the softmax (the backward needs it), the sum uses
+  // the dropped weights.
+  const std::int64_t entries = a.row_ptr[a.rows];  // entry indices are absolute
+  float* coef = drop ? scratch::shared_floats_2(static_cast<std::size_t>(entries)) : nullptr;
+  for (std::int32_t h = 0; h < heads; ++h) {
+    detail::SpmmArgs s;
+    s.a = a;
+    s.x = z.data + h * f;
+    s.ldx = z.cols;
+    s.y = y.data + h * f;
+    s.ldy = y.cols;
+    if (drop == nullptr) {
+      s.a.val = alpha + h;
+      s.val_stride = heads;
+    } else {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t k = a.row_ptr[0]; k < entries; ++k)
+        coef[k] = alpha[k * heads + h] * drop[k * heads + h];
+      s.a.val = coef;
+    }
+    detail::spmm_columns(s, f);
   }
 }
 
@@ -211,25 +209,28 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
                  gz.cols == z.cols && a_t.rows == a.cols && a_t.nnz == a.nnz,
              "gat_aggregate_backward: shapes");
   const DotsFn dots = dots_fn();
-  const detail::SpmmRowsFn aggregate = detail::spmm_rows_fn();
-  // Pass 1, per destination row: dL/dalpha = d_vu (gy_v . z_u) (d: the dropout multiplier, 1
-  // without dropout), through the softmax
+  // Pass 1, per head, per destination row: dL/dalpha = d_vu (gy_v . z_u) (d: the dropout
+  // multiplier, 1 without dropout), through the softmax
   // (de = alpha (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and
-  // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry.
+  // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry. The head's columns of z are
+  // gathered from a dense copy when detail::gathers_from_copy says so.
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
+  for (std::int32_t h = 0; h < heads; ++h) {
+    const bool copied = detail::gathers_from_copy(a, f, z.cols);
+    const float* zh = copied ? detail::copy_columns(z.data + h * f, z.cols, z.rows, f) : z.data + h * f;
+    const std::int64_t ldz = copied ? f : z.cols;
 #pragma omp parallel if (n_chunks > 1)
-  {
-    std::vector<const float*> rows;
-    std::vector<float> d;
+    {
+      std::vector<const float*> rows;
+      std::vector<float> d;
 #pragma omp for schedule(dynamic, 1)
-    for (std::int64_t c = 0; c < n_chunks; ++c) {
-      for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
-        const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-        rows.resize(static_cast<std::size_t>(end - begin));
-        d.resize(rows.size());
-        for (std::int32_t h = 0; h < heads; ++h) {
-          for (std::int32_t k = begin; k < end; ++k) rows[k - begin] = z.row(a.col[k]) + h * f;
+      for (std::int64_t c = 0; c < n_chunks; ++c) {
+        for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
+          const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
+          rows.resize(static_cast<std::size_t>(end - begin));
+          d.resize(rows.size());
+          for (std::int32_t k = begin; k < end; ++k) rows[k - begin] = zh + a.col[k] * ldz;
           dots(gy.row(v) + h * f, rows.data(), end - begin, f, d.data());
           if (drop)
             for (std::int32_t k = begin; k < end; ++k) d[k - begin] *= drop[k * heads + h];
@@ -249,37 +250,37 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
     }
   }
   // Pass 2, per source row over the transposed structure (no two threads write one row):
-  // dL/dz_u = sum_v d_vu alpha_vu gy_v (the SpMM row kernel over the row's coefficients) and
-  // dL/ds_src[u] = sum_v dpre_vu.
+  // dL/ds_src[u] = sum_v dpre_vu, then per head dL/dz_u = sum_v d_vu alpha_vu gy_v (the SpMM of
+  // sparse.cpp over the transposed coefficients).
   const std::vector<std::int64_t> t_chunks = detail::row_chunks(a_t, kChunkEntries);
   const auto n_t_chunks = static_cast<std::int64_t>(t_chunks.size()) - 1;
-#pragma omp parallel if (n_t_chunks > 1)
-  {
-    std::vector<float> coef;
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t c = 0; c < n_t_chunks; ++c) {
-      for (std::int64_t u = t_chunks[c]; u < t_chunks[c + 1]; ++u) {
-        const std::int32_t begin = a_t.row_ptr[u], end = a_t.row_ptr[u + 1];
-        coef.resize(static_cast<std::size_t>(end - begin));
-        const std::int32_t row_ptr[2] = {0, end - begin};
-        for (std::int32_t h = 0; h < heads; ++h) {
-          float src_sum = 0.0f;
-          for (std::int32_t k = begin; k < end; ++k) {
-            const std::int64_t e = t_to_a[k];
-            coef[k - begin] = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
-            src_sum += edge_grad[e * heads + h];
-          }
-          gs_src[u * heads + h] = src_sum;
-          detail::SpmmArgs s;
-          s.a = CsrView{1, a_t.cols, end - begin, row_ptr, a_t.col + begin, coef.data()};
-          s.x = gy.data + h * f;
-          s.ldx = gy.cols;
-          s.y = gz.row(u) + h * f;
-          s.ldy = gz.cols;
-          aggregate(s, 0, 1, 0, f);
-        }
+#pragma omp parallel for schedule(dynamic, 1) if (n_t_chunks > 1)
+  for (std::int64_t c = 0; c < n_t_chunks; ++c) {
+    for (std::int64_t u = t_chunks[c]; u < t_chunks[c + 1]; ++u) {
+      for (std::int32_t h = 0; h < heads; ++h) {
+        float src_sum = 0.0f;
+        for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k)
+          src_sum += edge_grad[static_cast<std::int64_t>(t_to_a[k]) * heads + h];
+        gs_src[u * heads + h] = src_sum;
       }
     }
+  }
+  const std::int64_t entries = a_t.row_ptr[a_t.rows];  // entry indices are absolute
+  float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries));
+  for (std::int32_t h = 0; h < heads; ++h) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t k = a_t.row_ptr[0]; k < entries; ++k) {
+      const std::int64_t e = t_to_a[k];
+      coef[k] = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
+    }
+    detail::SpmmArgs s;
+    s.a = a_t;
+    s.a.val = coef;
+    s.x = gy.data + h * f;
+    s.ldx = gy.cols;
+    s.y = gz.data + h * f;
+    s.ldy = gz.cols;
+    detail::spmm_columns(s, f);
   }
 }
 

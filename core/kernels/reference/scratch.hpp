@@ -43,6 +43,14 @@ inline float* shared_floats(std::size_t n) {
   return static_cast<float*>(block.get(n * sizeof(float)));
 }
 
+/// A second team-shared scratch of the calling thread, for an operand that lives while
+/// shared_floats is in use (the GAT kernels' per-entry coefficients, read by an SpMM that copies
+/// x's columns into shared_floats).
+inline float* shared_floats_2(std::size_t n) {
+  thread_local Block block;
+  return static_cast<float*>(block.get(n * sizeof(float)));
+}
+
 /// Private scratch of the calling thread: n1 + n2 floats, the second part starting 64-byte
 /// aligned at the returned pointer + round_up(n1, 16).
 inline float* thread_floats(std::size_t n1, std::size_t n2 = 0) {

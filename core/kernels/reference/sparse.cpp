@@ -95,30 +95,46 @@ std::int64_t feature_block(std::int64_t rows_touched, std::int64_t f) {
   return std::min(f, std::max<std::int64_t>(16, fit / 16 * 16));
 }
 
-void run_spmm(const SpmmArgs& s, std::int64_t f) {
+}  // namespace
+
+SpmmRowsFn spmm_rows_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::spmm_rows;
+    case CpuIsa::avx2: return isa_avx2::spmm_rows;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::spmm_rows;
+}
+
+bool gathers_from_copy(const CsrView& a, std::int64_t width, std::int64_t ld) {
+  return width < ld && a.nnz >= a.cols;
+}
+
+const float* copy_columns(const float* x, std::int64_t ld, std::int64_t rows, std::int64_t width) {
+  float* out = scratch::shared_floats(static_cast<std::size_t>(rows * width));
+#pragma omp parallel for schedule(static) if (rows * width >= (1 << 16))
+  for (std::int64_t r = 0; r < rows; ++r) std::copy_n(x + r * ld, width, out + r * width);
+  return out;
+}
+
+void spmm_columns(const SpmmArgs& s, std::int64_t f) {
   if (s.a.rows == 0 || f == 0) return;
   const SpmmRowsFn fn = spmm_rows_fn();
   const std::vector<std::int64_t> chunks = row_chunks(s.a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
   const std::int64_t block = feature_block(s.a.cols, f);
   const std::int64_t n_blocks = (f + block - 1) / block;
-  const std::int64_t cols = s.a.cols;
-  if (n_blocks > 1 && s.a.nnz >= cols) {
-    // Each block of x's columns is first copied into a dense cols x block array: the gathers
-    // then read whole cache lines of one 16 MiB array instead of a block's slice of rows spread
-    // over all of x (every page of x, beyond what the TLB maps). Worth it when x's rows are
-    // gathered at least once each on average.
-    float* xb = scratch::shared_floats(static_cast<std::size_t>(cols * block));
-#pragma omp parallel
+  if (gathers_from_copy(s.a, block, s.ldx)) {
+    // Each block of x's columns is first copied into a dense array: the gathers then read whole
+    // cache lines of one array of at most kCacheBudget bytes instead of a block's slice of rows
+    // spread over all of x (every page of x, beyond what the TLB maps).
     for (std::int64_t f0 = 0; f0 < f; f0 += block) {
       const std::int64_t nf = std::min(f, f0 + block) - f0;
-#pragma omp for schedule(static)
-      for (std::int64_t r = 0; r < cols; ++r) std::copy_n(s.x + r * s.ldx + f0, nf, xb + r * nf);
       SpmmArgs packed = s;
-      packed.x = xb;
+      packed.x = copy_columns(s.x + f0, s.ldx, s.a.cols, nf);
       packed.ldx = nf;
       packed.x_col0 = f0;
-#pragma omp for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
       for (std::int64_t c = 0; c < n_chunks; ++c) fn(packed, chunks[c], chunks[c + 1], f0, f0 + nf);
     }
     return;
@@ -132,17 +148,6 @@ void run_spmm(const SpmmArgs& s, std::int64_t f) {
     const std::int64_t f0 = b * block;
     fn(s, chunks[c], chunks[c + 1], f0, std::min(f, f0 + block));
   }
-}
-
-}  // namespace
-
-SpmmRowsFn spmm_rows_fn() {
-  switch (cpu_isa()) {
-    case CpuIsa::avx512: return isa_avx512::spmm_rows;
-    case CpuIsa::avx2: return isa_avx2::spmm_rows;
-    case CpuIsa::sse2: break;
-  }
-  return isa_sse2::spmm_rows;
 }
 
 std::vector<std::int64_t> row_chunks(const CsrView& a, std::int64_t entries) {
@@ -168,14 +173,14 @@ void spmm(CsrView a, ConstDenseView x, float beta, DenseView y) {
   GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
              "spmm: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x", x.cols,
              ", y ", y.rows, "x", y.cols, ")");
-  detail::run_spmm(SpmmArgs{a, x.data, x.cols, beta, nullptr, y.data, y.cols}, x.cols);
+  detail::spmm_columns(SpmmArgs{a, x.data, x.cols, beta, nullptr, y.data, y.cols}, x.cols);
 }
 
 void spmm_bias(CsrView a, ConstDenseView x, float beta, const float* bias, DenseView y) {
   GNN_ASSERT(x.rows == a.cols && y.rows == a.rows && y.cols == x.cols,
              "spmm_bias: shapes do not match (a ", a.rows, "x", a.cols, ", x ", x.rows, "x",
              x.cols, ", y ", y.rows, "x", y.cols, ")");
-  detail::run_spmm(SpmmArgs{a, x.data, x.cols, beta, bias, y.data, y.cols}, x.cols);
+  detail::spmm_columns(SpmmArgs{a, x.data, x.cols, beta, bias, y.data, y.cols}, x.cols);
 }
 
 void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {

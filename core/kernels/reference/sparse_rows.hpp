@@ -31,6 +31,19 @@ using SpmmRowsFn = void (*)(const SpmmArgs&, std::int64_t r0, std::int64_t r1, s
                             std::int64_t f1);
 SpmmRowsFn spmm_rows_fn();
 
+/// y[:, 0:f] (+ beta y) (+ bias) = a x[:, 0:f] over all rows of a, threaded over row chunks, in
+/// feature blocks when x's gathered columns exceed the cache budget, each block copied first when
+/// gathers_from_copy says so. The same operations per element as the row kernel.
+void spmm_columns(const SpmmArgs& s, std::int64_t f);
+
+/// Whether gathering `width` of x's `ld` columns through `a` is better done from a dense copy of
+/// them: when they are a strict part of x's rows and a has at least as many entries as x rows.
+bool gathers_from_copy(const CsrView& a, std::int64_t width, std::int64_t ld);
+
+/// `width` columns of the `rows` x `ld` array at x, copied into a dense rows x width array
+/// (scratch::shared_floats of the calling thread: valid until its next use).
+const float* copy_columns(const float* x, std::int64_t ld, std::int64_t rows, std::int64_t width);
+
 /// Row boundaries of chunks of about `entries` stored entries (rows are never split): the unit of
 /// dynamic scheduling over power-law rows.
 std::vector<std::int64_t> row_chunks(const CsrView& a, std::int64_t entries);
