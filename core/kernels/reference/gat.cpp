@@ -216,8 +216,8 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
   // gathered from a dense copy when detail::gathers_from_copy says so.
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
+  const bool copied = detail::gathers_from_copy(a, f, z.cols);
   for (std::int32_t h = 0; h < heads; ++h) {
-    const bool copied = detail::gathers_from_copy(a, f, z.cols);
     const float* zh = copied ? detail::copy_columns(z.data + h * f, z.cols, z.rows, f) : z.data + h * f;
     const std::int64_t ldz = copied ? f : z.cols;
 #pragma omp parallel if (n_chunks > 1)

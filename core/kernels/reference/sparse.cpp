@@ -6,8 +6,9 @@
 // (cols x F floats beyond kCacheBudget), the feature columns are processed in blocks, one pass
 // over the matrix per block, so that the x rows a pass gathers (cols x block floats) stay in cache;
 // the structure is re-read per pass instead (4 or 8 bytes per entry, against a block of 64+ bytes
-// gathered per entry). Each block is first copied into a contiguous array (when the matrix has
-// at least as many entries as x rows), so that a pass gathers from 16 MiB, not from all of x.
+// gathered per entry). When the gathered columns are a strict part of x's rows (feature blocks,
+// a GAT head) and the matrix has at least as many entries as x has rows, each block is first
+// copied into a dense array, so that a pass gathers from at most 16 MiB, not from all of x.
 // Each entry prefetches the x row of the entry kSpmmPrefetch ahead.
 //
 // spmm_transpose: each thread scatters its contiguous rows' contributions into its own partial
