@@ -1,7 +1,7 @@
 // Graph-attention kernels: per-head scores, edge softmax + aggregation, and their backward.
 //
-// The aggregations are SpMMs with per-entry weights (the attention coefficients) and run on the
-// multi-versioned SpMM row kernel (sparse_rows.hpp); the dot products (scores and their
+// The aggregations are SpMMs with per-entry weights (the attention coefficients), one per head,
+// run by sparse.cpp's spmm_columns (sparse_rows.hpp); the dot products (scores and their
 // gradients) on dots() (gat_dots.inc), whose summation order is fixed whatever the vector width.
 // exp is the scalar libm call. Rows are scheduled in chunks of about equal stored entries.
 #include <omp.h>

@@ -96,7 +96,9 @@ std::int64_t feature_block(std::int64_t rows_touched, std::int64_t f) {
   return std::min(f, std::max<std::int64_t>(16, fit / 16 * 16));
 }
 
-}  // namespace
+/// Rows [r0, r1), feature columns [f0, f1), with the instruction set of cpu_isa().
+using SpmmRowsFn = void (*)(const SpmmArgs&, std::int64_t r0, std::int64_t r1, std::int64_t f0,
+                            std::int64_t f1);
 
 SpmmRowsFn spmm_rows_fn() {
   switch (cpu_isa()) {
@@ -106,6 +108,8 @@ SpmmRowsFn spmm_rows_fn() {
   }
   return isa_sse2::spmm_rows;
 }
+
+}  // namespace
 
 bool gathers_from_copy(const CsrView& a, std::int64_t width, std::int64_t ld) {
   return width < ld && a.nnz >= a.cols;

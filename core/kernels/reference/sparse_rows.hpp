@@ -1,7 +1,8 @@
 #pragma once
 /// @file sparse_rows.hpp
-/// The multi-versioned SpMM row kernel of sparse.cpp, for the other CPU kernels that aggregate
-/// rows with per-entry weights (the GAT kernels). Internal to core/kernels/reference.
+/// The SpMM of sparse.cpp with its arguments exposed (per-entry weight strides, column offsets),
+/// for the other CPU kernels that aggregate rows with per-entry weights (the GAT kernels).
+/// Internal to core/kernels/reference.
 #include <cstdint>
 #include <vector>
 
@@ -25,11 +26,6 @@ struct SpmmArgs {
   std::int64_t val_stride = 1;
   std::int64_t x_col0 = 0;
 };
-
-/// Rows [r0, r1), feature columns [f0, f1), with the instruction set of cpu_isa().
-using SpmmRowsFn = void (*)(const SpmmArgs&, std::int64_t r0, std::int64_t r1, std::int64_t f0,
-                            std::int64_t f1);
-SpmmRowsFn spmm_rows_fn();
 
 /// y[:, 0:f] (+ beta y) (+ bias) = a x[:, 0:f] over all rows of a, threaded over row chunks, in
 /// feature blocks when x's gathered columns exceed the cache budget, each block copied first when
