@@ -18,7 +18,7 @@ jobs=${JOBS:-$(nproc)}
 packages=(build-essential cmake openmpi-bin libopenmpi-dev libmetis-dev metis libeigen3-dev
           libboost-program-options-dev libgtest-dev libgmock-dev zlib1g-dev nlohmann-json3-dev
           libptscotch-dev            # PT-Scotch (64-bit build): halognn-partition --method parmetis
-          clang libclang-rt-14-dev   # clang + libFuzzer: the fuzz harnesses (test/fuzz)
+          clang libclang-rt-14-dev libomp-14-dev  # clang + libFuzzer + its OpenMP: the fuzz harnesses (test/fuzz)
           python3-numpy)             # the tool tests read saved models (.npz) with numpy
 # The cluster tests (test/cluster) build hosts from network namespaces and run a Slurm cluster on
 # them; Debian does not start the Slurm daemons it installs without a configuration.
