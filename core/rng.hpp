@@ -59,6 +59,10 @@ namespace detail {
 /// (key0, key1) into out (4 words a block), for the CPU's instruction set (philox.cpp).
 void philox_run_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t lo, std::uint32_t c1,
                     std::uint32_t c2, std::uint32_t c3, std::int64_t count, std::uint32_t* out);
+/// Blocks 0 .. per_item - 1 of each of items[0, n) into out, item after item, for the CPU's
+/// instruction set.
+void philox_items_cpu(std::uint32_t key0, std::uint32_t key1, const std::int64_t* items, std::int64_t n,
+                      std::int64_t per_item, std::uint32_t* out);
 /// Words j[s] of the stream of item (c2, c3) into out[s], for the CPU's instruction set.
 void philox_words_at_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t c2, std::uint32_t c3,
                          const std::uint64_t* j, std::int64_t count, std::uint32_t* out);
@@ -123,6 +127,15 @@ class CounterRng {
       detail::philox_run_cpu(key0_, key1_, lo, c1, c2, c3, run, out + 4 * done);
       done += run;
     }
+  }
+
+  /// The first `per_item` blocks of each of n items (item r is static_cast<uint64_t>(items[r]), a
+  /// global node id): out[4 * (r * per_item + b) .. + 3] = block(items[r], b). Host only. The same
+  /// words as blocks() item by item, but the vector lanes hold blocks of several items, so short
+  /// rows (fewer blocks than a vector has lanes) keep every lane busy.
+  void item_blocks(const std::int64_t* items, std::int64_t n, std::int64_t per_item,
+                   std::uint32_t* out) const {
+    detail::philox_items_cpu(key0_, key1_, items, n, per_item, out);
   }
 
   /// One 32-bit word: element `j` of item `item`'s stream.

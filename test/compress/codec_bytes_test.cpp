@@ -180,5 +180,30 @@ TEST(CodecBytes, BatchedPhiloxBlocksEqualSingleBlocks) {
   });
 }
 
+// The rows-at-once form (CounterRng::item_blocks, the narrow rows' encoder and dropout) returns
+// block(item, b) for each item's first blocks, item after item: lane counts that end mid-vector
+// and mid-group, a block count of a vector and more, items above 2^32 and negative ids.
+TEST(CodecBytes, ItemBlocksEqualSingleBlocks) {
+  const CounterRng rng({99, RngPurpose::quantize, 4, 3});
+  std::vector<std::int64_t> items;
+  for (std::int64_t r = 0; r < 37; ++r) items.push_back(r % 3 == 0 ? (r << 35) + 7 : 5 * r + 1);
+  items.push_back(-1);
+  test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{5}, static_cast<std::int64_t>(items.size())})
+      for (const std::int64_t per_item : {1, 3, 4, 16, 17, 70}) {
+        std::vector<std::uint32_t> got(static_cast<std::size_t>(4 * n * per_item));
+        rng.item_blocks(items.data(), n, per_item, got.data());
+        for (std::int64_t r = 0; r < n; ++r)
+          for (std::int64_t b = 0; b < per_item; ++b) {
+            std::uint32_t w[4];
+            rng.block(static_cast<std::uint64_t>(items[r]), static_cast<std::uint64_t>(b), w);
+            for (int t = 0; t < 4; ++t)
+              ASSERT_EQ(got[4 * (r * per_item + b) + t], w[t])
+                  << kernels::to_string(isa) << " n " << n << " per item " << per_item << " row " << r << " block " << b;
+          }
+      }
+  });
+}
+
 }  // namespace
 }  // namespace halognn

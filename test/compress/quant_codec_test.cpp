@@ -314,26 +314,30 @@ TEST(QuantCodecVariance, MatchesSylviesTotalRowVarianceForUniformFractions) {
 // The rounding draw of element (row id r, column j) is CounterRng(RngKey{seed, quantize, epoch,
 // layer*2+direction}).uniform(r, j): with one bit, lo = 0, hi = 1 and h in (0, 1), q = 1 exactly
 // when that draw is below h.
+// Shapes: a few rows of 50; 600 rows of 16 and 300 of 61, whose words the encoder draws many
+// rows at a time (rows of at most 64 values), over several such batches and work items.
 TEST(QuantCodecRng, DrawsFromTheDocumentedCounterRngStream) {
   const auto codec = make_codec("q1");
-  constexpr std::int64_t rows = 4, cols = 50;
-  Matrix x(rows, cols);
-  const CounterRng vals({5, RngPurpose::test, 0, 0});
-  for (std::int64_t i = 0; i < rows; ++i) {
-    for (std::int64_t j = 0; j < cols; ++j) x(i, j) = vals.uniform(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
-    x(i, 0) = 0.0f;
-    x(i, 1) = 1.0f;
-  }
-  const std::vector<GlobalId> ids = {5, 1LL << 40, 17, 3};
-  for (auto [layer, dir] : {std::pair{0, Direction::forward}, std::pair{2, Direction::backward}}) {
-    const auto ctx = make_ctx(ids, 11, 1234, layer, dir);
-    const Matrix y = decode(*codec, encode(*codec, x.view(), ctx), rows, cols, ctx);
-    const CounterRng rng({1234, RngPurpose::quantize, 11, static_cast<std::uint64_t>(layer * 2 + static_cast<int>(dir))});
-    for (std::int64_t i = 0; i < rows; ++i)
-      for (std::int64_t j = 2; j < cols; ++j) {
-        const float u = rng.uniform(static_cast<std::uint64_t>(ids[i]), static_cast<std::uint64_t>(j));
-        ASSERT_EQ(y(i, j), u < x(i, j) ? 1.0f : 0.0f) << i << "," << j;
-      }
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{4, 50}, {600, 16}, {300, 61}}) {
+    Matrix x(rows, cols);
+    const CounterRng vals({5, RngPurpose::test, 0, 0});
+    for (std::int64_t i = 0; i < rows; ++i) {
+      for (std::int64_t j = 0; j < cols; ++j) x(i, j) = vals.uniform(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
+      x(i, 0) = 0.0f;
+      x(i, 1) = 1.0f;
+    }
+    std::vector<GlobalId> ids = {5, 1LL << 40, 17, 3};
+    for (std::int64_t i = 4; i < rows; ++i) ids.push_back(i % 5 == 0 ? (i << 33) + 1 : 11 * i);
+    for (auto [layer, dir] : {std::pair{0, Direction::forward}, std::pair{2, Direction::backward}}) {
+      const auto ctx = make_ctx(ids, 11, 1234, layer, dir);
+      const Matrix y = decode(*codec, encode(*codec, x.view(), ctx), rows, cols, ctx);
+      const CounterRng rng({1234, RngPurpose::quantize, 11, static_cast<std::uint64_t>(layer * 2 + static_cast<int>(dir))});
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 2; j < cols; ++j) {
+          const float u = rng.uniform(static_cast<std::uint64_t>(ids[i]), static_cast<std::uint64_t>(j));
+          ASSERT_EQ(y(i, j), u < x(i, j) ? 1.0f : 0.0f) << rows << " x " << cols << " at " << i << "," << j;
+        }
+    }
   }
 }
 

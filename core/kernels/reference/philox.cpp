@@ -37,5 +37,15 @@ void philox_words_at_cpu(std::uint32_t key0, std::uint32_t key1, std::uint32_t c
   isa_sse2::philox_words_at(key0, key1, c2, c3, j, count, out);
 }
 
+void philox_items_cpu(std::uint32_t key0, std::uint32_t key1, const std::int64_t* items, std::int64_t n,
+                      std::int64_t per_item, std::uint32_t* out) {
+  switch (kernels::cpu_isa()) {
+    case kernels::CpuIsa::avx512: return isa_avx512::philox_items(key0, key1, items, n, per_item, out);
+    case kernels::CpuIsa::avx2: return isa_avx2::philox_items(key0, key1, items, n, per_item, out);
+    case kernels::CpuIsa::sse2: break;
+  }
+  isa_sse2::philox_items(key0, key1, items, n, per_item, out);
+}
+
 }  // namespace detail
 }  // namespace halognn

@@ -57,6 +57,8 @@ struct Sse2 {
   static constexpr int kPhiloxGroups = 2;  // independent groups in flight (16 registers)
   static I iset1(std::uint32_t a) { return _mm_set1_epi32(static_cast<int>(a)); }
   static I iota() { return _mm_setr_epi32(0, 1, 2, 3); }
+  /// W 32-bit words from p.
+  static I iload(const std::uint32_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
   static I iadd(I a, I b) { return _mm_add_epi32(a, b); }
   static I ixor3(I a, I b, I c) { return _mm_xor_si128(_mm_xor_si128(a, b), c); }
   /// hi and lo halves of the 64-bit products a * m, lane by lane (m: one multiplier in every lane).
@@ -128,6 +130,7 @@ struct Avx2 {
   static constexpr int kPhiloxGroups = 2;
   static I iset1(std::uint32_t a) { return _mm256_set1_epi32(static_cast<int>(a)); }
   static I iota() { return _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7); }
+  static I iload(const std::uint32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
   static I ixor3(I a, I b, I c) { return _mm256_xor_si256(_mm256_xor_si256(a, b), c); }
   static void mulhilo(I a, I m, I& hi, I& lo) {
@@ -191,6 +194,7 @@ struct Avx512 {
   static constexpr int kPhiloxGroups = 4;  // 32 registers
   static I iset1(std::uint32_t a) { return _mm512_set1_epi32(static_cast<int>(a)); }
   static I iota() { return _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
+  static I iload(const std::uint32_t* p) { return _mm512_loadu_si512(p); }
   static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
   static I ixor3(I a, I b, I c) { return _mm512_ternarylogic_epi32(a, b, c, 0x96); }
   static void mulhilo(I a, I m, I& hi, I& lo) {
