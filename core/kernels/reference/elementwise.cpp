@@ -198,21 +198,31 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
   // vectorises across blocks; one block at a time does not), then the mask is applied in a
   // second pass without branches (a branch on a random mask mispredicts every other element):
   // the product's bits AND all-ones or zero, so a dropped element is +0 as before.
+  // Rows of at most 64 columns (fewer Philox blocks than a vector has lanes) draw the words of a
+  // batch of rows at once (CounterRng::item_blocks: the same words, every lane busy).
   const std::int64_t row_blocks = (f + 3) / 4;
+  const std::int64_t batch_rows = f <= 64 ? std::max<std::int64_t>(1, 4096 / (4 * row_blocks)) : 1;
+  const std::int64_t batches = (x.rows + batch_rows - 1) / batch_rows;
 #pragma omp parallel
   {
-    std::vector<std::uint32_t> words(static_cast<std::size_t>(4 * row_blocks));
-    const std::uint32_t* w = words.data();
+    std::vector<std::uint32_t> words(static_cast<std::size_t>(4 * row_blocks * batch_rows));
 #pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < x.rows; ++i) {
-      rng.blocks(static_cast<std::uint64_t>(row_ids[i]), 0, row_blocks, words.data());
-      const float* s = x.row(i);  // may alias d (in place): element j is read, then written
-      float* d = y.row(i);
+    for (std::int64_t b = 0; b < batches; ++b) {
+      const std::int64_t i0 = b * batch_rows, i1 = std::min(x.rows, i0 + batch_rows);
+      if (batch_rows == 1)
+        rng.blocks(static_cast<std::uint64_t>(row_ids[i0]), 0, row_blocks, words.data());
+      else
+        rng.item_blocks(row_ids + i0, i1 - i0, row_blocks, words.data());
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const std::uint32_t* w = words.data() + (i - i0) * 4 * row_blocks;
+        const float* s = x.row(i);  // may alias d (in place): element j is read, then written
+        float* d = y.row(i);
 #pragma omp simd
-      for (std::int64_t j = 0; j < f; ++j) {
-        const std::uint32_t keep =
-            0u - static_cast<std::uint32_t>(static_cast<std::int32_t>(w[j] >> 8) >= threshold);
-        d[j] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(s[j] * keep_scale) & keep);
+        for (std::int64_t j = 0; j < f; ++j) {
+          const std::uint32_t keep =
+              0u - static_cast<std::uint32_t>(static_cast<std::int32_t>(w[j] >> 8) >= threshold);
+          d[j] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(s[j] * keep_scale) & keep);
+        }
       }
     }
   }
