@@ -1,7 +1,7 @@
 // halognn-bench-codecs: encode and decode throughput of every codec on the CPU.
 //
 //   halognn-bench-codecs [--rows 100000] [--widths 16,128,256] [--codecs fp32,q1,...] [--reps 5]
-//                        [--threads N] [--triad-mib 256]
+//                        [--threads N] [--triad-mib 256] [--isa sse2|avx2|avx512]
 //
 // Throughput is bytes of float32 input per second (rows * width * 4 / time), the median of
 // --reps timed runs after one warm-up run. enc+dec is the input rate of one encode plus one decode.
@@ -21,6 +21,7 @@
 
 #include "compress/codec_plan.hpp"
 #include "core/error.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "core/rng.hpp"
 #include "launch/bench_limits.hpp"
 
@@ -56,6 +57,7 @@ int run(int argc, char** argv) {
   int reps = 5;
   int threads = 0;
   std::int64_t triad_mib = 256;
+  std::string isa;
   po::options_description desc("halognn-bench-codecs [options]");
   desc.add_options()("help,h", "show this help")
       ("rows", po::value(&rows)->default_value(rows), "rows per block")
@@ -65,7 +67,8 @@ int run(int argc, char** argv) {
       ("threads", po::value(&threads)->default_value(threads),
        "OpenMP threads (0: the OpenMP default; 1 gives the per-core rate)")
       ("triad-mib", po::value(&triad_mib)->default_value(triad_mib),
-       "MiB per array of the triad measured first (the memory bandwidth compared with)");
+       "MiB per array of the triad measured first (the memory bandwidth compared with)")
+      ("isa", po::value(&isa), "cap the codecs' instruction set: sse2 | avx2 | avx512");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   po::notify(vm);
@@ -77,13 +80,15 @@ int run(int argc, char** argv) {
   GNN_CHECK_CONFIG(threads >= 0, "--threads must not be negative");
   GNN_CHECK_CONFIG(triad_mib > 0, "--triad-mib must be positive");
   if (threads > 0) omp_set_num_threads(threads);
+  if (!isa.empty()) kernels::set_cpu_isa_limit(kernels::parse_cpu_isa(isa));
   const std::vector<std::string> codecs = codecs_arg.empty() ? codec_names() : split_list(codecs_arg);
   std::vector<std::int64_t> widths;
   for (const auto& w : split_list(widths_arg)) widths.push_back(std::stoll(w));
 
   const double triad = bench::triad_gbs(triad_mib * (1 << 20) / 4, omp_get_max_threads(), reps);
-  std::printf("# %lld rows, %d OpenMP threads, median of %d runs; GB/s of float32 input\n",
-              static_cast<long long>(rows), omp_get_max_threads(), reps);
+  std::printf("# %lld rows, %d OpenMP threads, %s loops, median of %d runs; GB/s of float32 input\n",
+              static_cast<long long>(rows), omp_get_max_threads(), kernels::to_string(kernels::cpu_isa()),
+              reps);
   std::printf("# triad: %.1f GB/s on %d threads (%lld MiB per array)\n", triad, omp_get_max_threads(),
               static_cast<long long>(triad_mib));
   std::printf("%-12s %6s %12s %8s %10s %10s %10s %8s %8s\n", "codec", "width", "bytes/row", "vs fp32",

@@ -336,6 +336,8 @@ expect_error "bench: the cosine benchmark needs dense features" "$work/ds_k2 hol
   "$bin/halognn-bench-sparsify-cosine" --data "$work/ds_k2"
 expect_error "bench: unknown kernel-bench device" "--device must be cpu or cuda" \
   "$bin/halognn-bench-kernels" --device tpu --nodes 1000 --edges 5000
+expect_error "bench: unknown codec-bench instruction set" "unknown instruction set 'avx3'" \
+  "$bin/halognn-bench-codecs" --isa avx3 --rows 10 --triad-mib 1
 if [[ $("$bin/halognn-bench-kernels" --help) == *"--device"* ]] && ! command -v nvidia-smi > /dev/null; then
   expect_error "bench: the GPU kernel table without a GPU" "--device cuda: no CUDA device visible" \
     "$bin/halognn-bench-kernels" --device cuda --nodes 1000 --edges 5000
