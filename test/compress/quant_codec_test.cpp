@@ -328,16 +328,19 @@ TEST(QuantCodecRng, DrawsFromTheDocumentedCounterRngStream) {
     }
     std::vector<GlobalId> ids = {5, 1LL << 40, 17, 3};
     for (std::int64_t i = 4; i < rows; ++i) ids.push_back(i % 5 == 0 ? (i << 33) + 1 : 11 * i);
-    for (auto [layer, dir] : {std::pair{0, Direction::forward}, std::pair{2, Direction::backward}}) {
-      const auto ctx = make_ctx(ids, 11, 1234, layer, dir);
-      const Matrix y = decode(*codec, encode(*codec, x.view(), ctx), rows, cols, ctx);
-      const CounterRng rng({1234, RngPurpose::quantize, 11, static_cast<std::uint64_t>(layer * 2 + static_cast<int>(dir))});
-      for (std::int64_t i = 0; i < rows; ++i)
-        for (std::int64_t j = 2; j < cols; ++j) {
-          const float u = rng.uniform(static_cast<std::uint64_t>(ids[i]), static_cast<std::uint64_t>(j));
-          ASSERT_EQ(y(i, j), u < x(i, j) ? 1.0f : 0.0f) << rows << " x " << cols << " at " << i << "," << j;
-        }
-    }
+    test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+      for (auto [layer, dir] : {std::pair{0, Direction::forward}, std::pair{2, Direction::backward}}) {
+        const auto ctx = make_ctx(ids, 11, 1234, layer, dir);
+        const Matrix y = decode(*codec, encode(*codec, x.view(), ctx), rows, cols, ctx);
+        const CounterRng rng({1234, RngPurpose::quantize, 11, static_cast<std::uint64_t>(layer * 2 + static_cast<int>(dir))});
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t j = 2; j < cols; ++j) {
+            const float u = rng.uniform(static_cast<std::uint64_t>(ids[i]), static_cast<std::uint64_t>(j));
+            ASSERT_EQ(y(i, j), u < x(i, j) ? 1.0f : 0.0f)
+                << kernels::to_string(isa) << ", " << rows << " x " << cols << " at " << i << "," << j;
+          }
+      }
+    });
   }
 }
 
