@@ -91,8 +91,8 @@ void update_edge_tile(const float* tile, int nr, const TileUpdate& up, float* c,
   }
 }
 
-using TileFn = void (*)(std::int64_t kc, const float* ap, const float* bp, const TileUpdate& up,
-                        float* c, std::int64_t ldc, int rows, int cols);
+using TileFn = void (*)(std::int64_t kc, const float* ap, std::int64_t lda, const float* bp,
+                        const TileUpdate& up, float* c, std::int64_t ldc, int rows, int cols);
 
 #define HALOGNN_ISA_BODY "core/kernels/reference/gemm_tile.inc"
 #include "core/kernels/reference/per_isa.inc"
@@ -102,13 +102,15 @@ using TileFn = void (*)(std::int64_t kc, const float* ap, const float* bp, const
 struct TileKernel {
   int mr = 0, nr = 0;
   TileFn fn = nullptr;
+  TileFn direct = nullptr;  ///< the same tile reading a full panel of untransposed A in place
 };
 
 /// Wide tiles for n > one vector, tall ones for narrow outputs (the classifier's 16 columns),
 /// where a wide tile would spend most of its multiply-adds on padding.
 template <int MR, int NV, int W>
-TileKernel make_kernel(TileFn fused, TileFn unfused, bool fma) {
-  return {MR, NV * W, fma ? fused : unfused};
+TileKernel make_kernel(TileFn fused, TileFn unfused, bool fma, TileFn fused_direct = nullptr,
+                       TileFn unfused_direct = nullptr) {
+  return {MR, NV * W, fma ? fused : unfused, fma ? fused_direct : unfused_direct};
 }
 
 TileKernel select_kernel(std::int64_t n) {
@@ -119,13 +121,17 @@ TileKernel select_kernel(std::int64_t n) {
         return make_kernel<24, 1, 16>(isa_avx512::gemm_tile<24, 1, true>,
                                       isa_avx512::gemm_tile<24, 1, false>, fma);
       return make_kernel<6, 4, 16>(isa_avx512::gemm_tile<6, 4, true>,
-                                   isa_avx512::gemm_tile<6, 4, false>, fma);
+                                   isa_avx512::gemm_tile<6, 4, false>, fma,
+                                   isa_avx512::gemm_tile<6, 4, true, true>,
+                                   isa_avx512::gemm_tile<6, 4, false, true>);
     case CpuIsa::avx2:
       if (n <= 8)
         return make_kernel<12, 1, 8>(isa_avx2::gemm_tile<12, 1, true>,
                                      isa_avx2::gemm_tile<12, 1, false>, fma);
       return make_kernel<6, 2, 8>(isa_avx2::gemm_tile<6, 2, true>,
-                                  isa_avx2::gemm_tile<6, 2, false>, fma);
+                                  isa_avx2::gemm_tile<6, 2, false>, fma,
+                                  isa_avx2::gemm_tile<6, 2, true, true>,
+                                  isa_avx2::gemm_tile<6, 2, false, true>);
     case CpuIsa::sse2:
       break;
   }
@@ -257,13 +263,17 @@ void run_packed_b(const Problem& p, const TileKernel& tk) {
         const Term& term = p.terms[t];
         for (std::int64_t blk = 0; blk < num_blocks(term); ++blk) {
           const std::int64_t k0 = blk * kKc, kc = std::min(kKc, term.k - k0);
-          pack_a(term.a, m0, rows, k0, kc, mr, apack);
+          // A full panel of an untransposed A is read in place; others are packed.
+          const bool direct = tk.direct && !term.a.trans && rows == mr;
+          if (!direct) pack_a(term.a, m0, rows, k0, kc, mr, apack);
+          const float* ap = direct ? term.a.data + m0 * term.a.cols + k0 : apack;
+          const TileFn fn = direct ? tk.direct : tk.fn;
           TileUpdate up{p.alpha, p.beta, t == 0 && blk == 0, nullptr};
           for (std::int64_t pn = 0; pn < panels_n; ++pn) {
             const std::int64_t n0 = pn * nr;
             up.bias = p.bias ? p.bias + n0 : nullptr;
-            tk.fn(kc, apack, bpack + offset[t][blk] + pn * kc * nr, up, p.c + m0 * p.ldc + n0,
-                  p.ldc, rows, static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)));
+            fn(kc, ap, term.a.cols, bpack + offset[t][blk] + pn * kc * nr, up, p.c + m0 * p.ldc + n0,
+               p.ldc, rows, static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)));
           }
         }
       }
@@ -308,7 +318,7 @@ void run_deep(const Problem& p, const TileKernel& tk) {
           for (std::int64_t pn = pn0; pn < pn1; ++pn) {
             const std::int64_t n0 = pn * nr;
             up.bias = p.bias ? p.bias + n0 : nullptr;
-            tk.fn(kc, apack, bpack + (pn - pn0) * kc * nr, up, p.c + m0 * p.ldc + n0, p.ldc,
+            tk.fn(kc, apack, 0, bpack + (pn - pn0) * kc * nr, up, p.c + m0 * p.ldc + n0, p.ldc,
                   rows, static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)));
           }
         }
