@@ -30,11 +30,6 @@ constexpr std::int64_t kItemElements = 8192;
 /// the row's q values, large enough to amortise the call.
 constexpr std::int64_t kWordBatch = 256;
 
-/// Rows of at most this many values draw their Philox words several rows at a time, up to
-/// kNarrowWords words (16 KiB) a batch.
-constexpr std::int64_t kNarrowRowCols = 64;
-constexpr std::int64_t kNarrowWords = 4096;
-
 const char* meta_suffix(MetaFormat m) {
   switch (m) {
     case MetaFormat::f32: return "";

@@ -129,6 +129,11 @@ class CounterRng {
     }
   }
 
+  /// Rows of at most this many values draw their words through item_blocks, in batches of at
+  /// most kItemBatchWords words (16 KiB): the q encoders and dropout.
+  static constexpr std::int64_t kItemRowMaxCols = 64;
+  static constexpr std::int64_t kItemBatchWords = 4096;
+
   /// The first `per_item` blocks of each of n items (item r is static_cast<uint64_t>(items[r]), a
   /// global node id): out[4 * (r * per_item + b) .. + 3] = block(items[r], b). Host only. The same
   /// words as blocks() item by item, but the vector lanes hold blocks of several items, so short

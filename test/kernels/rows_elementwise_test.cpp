@@ -307,5 +307,14 @@ TEST(Dropout, ZeroProbabilityIsTheIdentity) {
   EXPECT_EQ(y.to_host(), x.to_host());
 }
 
+// Rows without columns (a block of width 0) are a no-op, also for the narrow rows' batched draw.
+TEST(Dropout, RowsWithoutColumnsAreANoOp) {
+  const Matrix x(3, 0);
+  Matrix y(3, 0);
+  const std::vector<GlobalId> ids{0, 1, 2};
+  kernels::dropout_forward(cpu(), RngKey{3, RngPurpose::dropout, 0, 0}, ids.data(), 0.5f, x.view(), y.view());
+  EXPECT_EQ(y.rows(), 3);
+}
+
 }  // namespace
 }  // namespace halognn

@@ -201,7 +201,8 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
   // Rows of at most 64 columns (fewer Philox blocks than a vector has lanes) draw the words of a
   // batch of rows at once (CounterRng::item_blocks: the same words, every lane busy).
   const std::int64_t row_blocks = (f + 3) / 4;
-  const std::int64_t batch_rows = f <= 64 ? std::max<std::int64_t>(1, 4096 / (4 * row_blocks)) : 1;
+  const std::int64_t batch_rows =
+      f > 0 && f <= CounterRng::kItemRowMaxCols ? CounterRng::kItemBatchWords / (4 * row_blocks) : 1;
   const std::int64_t batches = (x.rows + batch_rows - 1) / batch_rows;
 #pragma omp parallel
   {
