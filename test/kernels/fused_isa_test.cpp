@@ -58,15 +58,20 @@ std::vector<double> naive_product(const Matrix& a, bool ta, const Matrix& b, boo
 
 TEST_F(KernelModes, GemmDeepScheduleMatchesNaiveLoop) {
   // Depth 9000 x 70 columns is beyond the packed-B size: the per-thread rectangle schedule, over
-  // 36 depth blocks, with partial tiles on both sides.
+  // 36 depth blocks, with partial tiles on both sides: on every instruction set, full panels of
+  // A (transposed) and of B are read in place and the partial ones packed.
   const std::int64_t m = 37, k = 9000, n = 70;
   const Matrix a = random_matrix(k, m, 1), b = random_matrix(k, n, 2);
-  Matrix y = random_matrix(m, n, 3);
-  const Matrix y0 = y.clone();
-  kernels::gemm(cpu(), true, false, 0.5f, a.view(), b.view(), 1.0f, y.view());
+  const Matrix y0 = random_matrix(m, n, 3);
   std::vector<double> want = naive_product(a, true, b, false, m, k, n);
   for (std::int64_t i = 0; i < m * n; ++i) want[i] = 0.5 * want[i] + y0.host()[i];
-  expect_near_all(y.host(), want, kTol);
+  for (const CpuIsa isa : {CpuIsa::sse2, CpuIsa::avx2, CpuIsa::avx512}) {
+    kernels::set_cpu_isa_limit(isa);
+    Matrix y = y0.clone();
+    kernels::gemm(cpu(), true, false, 0.5f, a.view(), b.view(), 1.0f, y.view());
+    SCOPED_TRACE(kernels::to_string(kernels::cpu_isa()));
+    expect_near_all(y.host(), want, kTol);
+  }
 }
 
 TEST_F(KernelModes, LinearAddsTwoProductsAndTheBias) {
@@ -94,9 +99,15 @@ TEST_F(KernelModes, LinearAddsTwoProductsAndTheBias) {
 }
 
 TEST_F(KernelModes, LinearGradAccumulatesWeightAndBiasGradients) {
-  // Both schedules: a short depth (packed B) and a long one (per-thread rectangles).
-  for (const std::int64_t rows : {50, 20000}) {
-    const std::int64_t in = 33, out = 21;
+  // Both schedules: a short depth (packed B) and a long one (per-thread rectangles), where 128
+  // output columns are full panels of gy on every instruction set, read in place, their bias
+  // gradient summed apart from the packing.
+  struct Shape { std::int64_t rows, out; CpuIsa isa; };
+  for (const Shape sh : {Shape{50, 21, CpuIsa::avx512}, Shape{20000, 21, CpuIsa::avx512},
+                         Shape{20000, 128, CpuIsa::sse2}, Shape{20000, 128, CpuIsa::avx2},
+                         Shape{20000, 128, CpuIsa::avx512}}) {
+    kernels::set_cpu_isa_limit(sh.isa);
+    const std::int64_t rows = sh.rows, in = 33, out = sh.out;
     const Matrix x = random_matrix(rows, in, 9), gy = random_matrix(rows, out, 10);
     Matrix gw = random_matrix(in, out, 11), gb = random_matrix(1, out, 12);
     const Matrix gw0 = gw.clone(), gb0 = gb.clone();
@@ -108,7 +119,8 @@ TEST_F(KernelModes, LinearGradAccumulatesWeightAndBiasGradients) {
       want_b[j] = gb0(0, j);
       for (std::int64_t i = 0; i < rows; ++i) want_b[j] += gy(i, j);
     }
-    SCOPED_TRACE("rows " + std::to_string(rows));
+    SCOPED_TRACE("rows " + std::to_string(rows) + ", columns " + std::to_string(out) + ", " +
+                 kernels::to_string(kernels::cpu_isa()));
     expect_near_all(gw.host(), want, kTol);
     expect_near_all(gb.host(), want_b, 1e-6);  // summed in double: one rounding
     // Without a bias gradient only gw changes.

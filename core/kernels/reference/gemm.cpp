@@ -9,13 +9,17 @@
 // kKc is the same constant for every instruction set, MR/NR only decide which elements share a
 // register, and the blocks are visited in order, so each output element gets the same operations
 // in the same order on every CPU and for every thread count; only the fused multiply-add of the
-// fast numerics mode differs from the portable one (cpu_isa.hpp).
+// fast numerics mode differs from the portable one (cpu_isa.hpp). A full panel that already
+// lies in memory with a constant stride is read in place instead of packed (the same values in
+// the same order): a full MR-row panel of op(A), transposed (k-major) or not (row by row), and,
+// in the deep schedule, a full NR-column panel of an untransposed B.
 //
 // Two schedules, chosen by the size of op(B):
 // - op(B) small (the layers' x W, gy Wᵀ with W at most a few thousand rows): op(B) is packed
 //   once, and the threads take MR-row panels of C (dynamic chunks: robust on a loaded machine);
 // - depth large (weight gradients xᵀ gy summed over 10^5 rows): C is cut into one rectangle per
-//   thread, and each thread walks the depth blocks in order, packing its own slices of A and B.
+//   thread, and each thread walks the depth blocks in order, packing what it cannot read in
+//   place of its slices of A and B.
 #include <omp.h>
 
 #include <algorithm>
@@ -33,6 +37,8 @@ namespace {
 constexpr std::int64_t kKc = 256;
 /// op(B) is packed whole when it takes at most this many floats (4 MiB).
 constexpr std::int64_t kMaxPackedB = std::int64_t{1} << 20;
+/// Depths ahead whose in-place operand rows a tile requests (gemm_tile.inc).
+constexpr std::int64_t kTilePrefetch = 8;
 /// Products under this many multiply-adds run on the calling thread.
 constexpr double kMinParallelWork = 1 << 20;
 
@@ -92,7 +98,8 @@ void update_edge_tile(const float* tile, int nr, const TileUpdate& up, float* c,
 }
 
 using TileFn = void (*)(std::int64_t kc, const float* ap, std::int64_t lda, const float* bp,
-                        const TileUpdate& up, float* c, std::int64_t ldc, int rows, int cols);
+                        std::int64_t ldb, const TileUpdate& up, float* c, std::int64_t ldc,
+                        int rows, int cols);
 
 #define HALOGNN_ISA_BODY "core/kernels/reference/gemm_tile.inc"
 #include "core/kernels/reference/per_isa.inc"
@@ -103,6 +110,13 @@ struct TileKernel {
   int mr = 0, nr = 0;
   TileFn fn = nullptr;
   TileFn direct = nullptr;  ///< the same tile reading a full panel of untransposed A in place
+};
+
+/// Where a tile reads a panel of op(A) from, and with which micro-kernel.
+struct APanel {
+  const float* data = nullptr;
+  std::int64_t ld = 0;
+  TileFn fn = nullptr;
 };
 
 /// Wide tiles for n > one vector, tall ones for narrow outputs (the classifier's 16 columns),
@@ -189,6 +203,23 @@ void pack_a(const Operand& a, std::int64_t m0, int rows, std::int64_t k0, std::i
     for (std::int64_t k = 0; k < kc; ++k) dst[k * mr + i] = 0.0f;
 }
 
+/// Rows [m0, m0 + rows) of op(A) over depths [k0, k0 + kc) for the tile kernel tk: a full panel
+/// is read in place (transposed A: k-major with A's row length as stride; untransposed A: row by
+/// row, when tk has a direct kernel); any other panel is packed into apack.
+APanel a_panel(const Operand& a, const TileKernel& tk, std::int64_t m0, int rows, std::int64_t k0,
+               std::int64_t kc, float* apack) {
+  if (rows == tk.mr && a.trans) return {a.data + k0 * a.cols + m0, a.cols, tk.fn};
+  if (rows == tk.mr && tk.direct) return {a.data + m0 * a.cols + k0, a.cols, tk.direct};
+  pack_a(a, m0, rows, k0, kc, tk.mr, apack);
+  return {apack, tk.mr, tk.fn};
+}
+
+/// colsum[j] += src[k * ld + j] for k < kc (ascending), j < cols.
+void add_column_sums(const float* src, std::int64_t ld, int cols, std::int64_t kc, double* colsum) {
+  for (std::int64_t k = 0; k < kc; ++k)
+    for (int j = 0; j < cols; ++j) colsum[j] += src[k * ld + j];
+}
+
 /// dst[k * nr + j] = op(B)[k0 + k][n0 + j] for j < cols, 0 for cols <= j < nr; adds the values
 /// to colsum[j] (ascending k) when colsum is set.
 void pack_b(const Operand& b, std::int64_t k0, std::int64_t kc, std::int64_t n0, int cols, int nr,
@@ -196,9 +227,7 @@ void pack_b(const Operand& b, std::int64_t k0, std::int64_t kc, std::int64_t n0,
   if (!b.trans) {  // op(B)[k][n] = B[k][n]: each k copies `cols` consecutive floats
     const float* src = b.data + k0 * b.cols + n0;
     copy_panel(src, b.cols, cols, kc, nr, dst);
-    if (colsum)
-      for (std::int64_t k = 0; k < kc; ++k)
-        for (int j = 0; j < cols; ++j) colsum[j] += src[k * b.cols + j];
+    if (colsum) add_column_sums(src, b.cols, cols, kc, colsum);
     return;
   }
   for (int j = 0; j < cols; ++j) {
@@ -263,17 +292,14 @@ void run_packed_b(const Problem& p, const TileKernel& tk) {
         const Term& term = p.terms[t];
         for (std::int64_t blk = 0; blk < num_blocks(term); ++blk) {
           const std::int64_t k0 = blk * kKc, kc = std::min(kKc, term.k - k0);
-          // A full panel of an untransposed A is read in place; others are packed.
-          const bool direct = tk.direct && !term.a.trans && rows == mr;
-          if (!direct) pack_a(term.a, m0, rows, k0, kc, mr, apack);
-          const float* ap = direct ? term.a.data + m0 * term.a.cols + k0 : apack;
-          const TileFn fn = direct ? tk.direct : tk.fn;
+          const APanel ap = a_panel(term.a, tk, m0, rows, k0, kc, apack);
           TileUpdate up{p.alpha, p.beta, t == 0 && blk == 0, nullptr};
           for (std::int64_t pn = 0; pn < panels_n; ++pn) {
             const std::int64_t n0 = pn * nr;
             up.bias = p.bias ? p.bias + n0 : nullptr;
-            fn(kc, ap, term.a.cols, bpack + offset[t][blk] + pn * kc * nr, up, p.c + m0 * p.ldc + n0,
-               p.ldc, rows, static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)));
+            ap.fn(kc, ap.data, ap.ld, bpack + offset[t][blk] + pn * kc * nr, nr, up,
+                  p.c + m0 * p.ldc + n0, p.ldc, rows,
+                  static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)));
           }
         }
       }
@@ -303,23 +329,32 @@ void run_deep(const Problem& p, const TileKernel& tk) {
       const Term& term = p.terms[t];
       for (std::int64_t blk = 0; blk < num_blocks(term); ++blk) {
         const std::int64_t k0 = blk * kKc, kc = std::min(kKc, term.k - k0);
+        // A full panel of an untransposed B is read in place (each depth row's nr columns are
+        // contiguous); the others are packed.
+        const auto in_place = [&](std::int64_t pn) { return !term.b.trans && (pn + 1) * nr <= p.n; };
         for (std::int64_t pn = pn0; pn < pn1; ++pn) {
           const std::int64_t n0 = pn * nr;
+          const int cols = static_cast<int>(std::min<std::int64_t>(nr, p.n - n0));
           // The column sums belong to the threads that own the first row panel.
           double* colsum = t == 0 && p.b_colsum && pm0 == 0 ? p.b_colsum + n0 : nullptr;
-          pack_b(term.b, k0, kc, n0, static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)), nr,
-                 bpack + (pn - pn0) * kc * nr, colsum);
+          if (!in_place(pn))
+            pack_b(term.b, k0, kc, n0, cols, nr, bpack + (pn - pn0) * kc * nr, colsum);
+          else if (colsum)
+            add_column_sums(term.b.data + k0 * term.b.cols + n0, term.b.cols, cols, kc, colsum);
         }
         TileUpdate up{p.alpha, p.beta, t == 0 && blk == 0, nullptr};
         for (std::int64_t pm = pm0; pm < pm1; ++pm) {
           const std::int64_t m0 = pm * mr;
           const int rows = static_cast<int>(std::min<std::int64_t>(mr, p.m - m0));
-          pack_a(term.a, m0, rows, k0, kc, mr, apack);
+          const APanel ap = a_panel(term.a, tk, m0, rows, k0, kc, apack);
           for (std::int64_t pn = pn0; pn < pn1; ++pn) {
             const std::int64_t n0 = pn * nr;
             up.bias = p.bias ? p.bias + n0 : nullptr;
-            tk.fn(kc, apack, 0, bpack + (pn - pn0) * kc * nr, up, p.c + m0 * p.ldc + n0, p.ldc,
-                  rows, static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)));
+            const bool b_direct = in_place(pn);
+            ap.fn(kc, ap.data, ap.ld,
+                  b_direct ? term.b.data + k0 * term.b.cols + n0 : bpack + (pn - pn0) * kc * nr,
+                  b_direct ? term.b.cols : nr, up, p.c + m0 * p.ldc + n0, p.ldc, rows,
+                  static_cast<int>(std::min<std::int64_t>(nr, p.n - n0)));
           }
         }
       }
