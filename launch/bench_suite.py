@@ -2,7 +2,8 @@
 """halognn benchmark suite: runs the experiments recorded in docs/benchmarks.md and prints each
 result as a markdown table (and writes JSON next to it).
 
-usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [--epochs N] ...
+usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [--first-seed 1]
+                                  [--epochs N] ...
   accuracy  test score of the best-validation model (restored), mean/std over seeds, for datasets
             x models x ranks x codecs, with each dataset's published protocol (DATASETS, PROTOCOLS)
             beside the published numbers (PUBLISHED)
@@ -289,8 +290,10 @@ def pct(m_s):
 
 def accuracy(e, a):
     """Test score of the final model (the best validation evaluation, restored) per dataset,
-    model, rank count, codec and exchange mode; mean ± sd over seeds 1..N. The runs go --jobs at a
-    time (datasets and partitions are made first, one after another)."""
+    model, rank count, codec and exchange mode; mean ± sd over seeds F..F+N-1 (--first-seed F,
+    --seeds N; seed s trains on the dataset's stored split s - 1 where it has splits). The runs go
+    --jobs at a time (datasets and partitions are made first, one after another)."""
+    seeds = range(a.first_seed, a.first_seed + a.seeds)
     configs = []
     for ds in a.datasets:
         for model in a.models:
@@ -304,7 +307,7 @@ def accuracy(e, a):
                         if a.device != "cpu":
                             extra += ["--device", a.device]
                         configs.append((ds, model, ranks, codec, mode, tuple(extra)))
-    runs = [(c, s) for c in configs for s in range(1, a.seeds + 1)]
+    runs = [(c, s) for c in configs for s in seeds]
     for (ds, _, ranks, _, _, _), s in runs:
         e.partition(ds, ranks, s)
 
@@ -325,7 +328,7 @@ def accuracy(e, a):
     rows, results = [], []
     for c in configs:
         ds, model, ranks, codec, mode, _ = c
-        fs = [finals[(c, s)] for s in range(1, a.seeds + 1)]
+        fs = [finals[(c, s)] for s in seeds]
         scores = [f["final_test_acc"] for f, _ in fs]
         vals = [f["final_val_acc"] for f, _ in fs]
         epochs = [f["epochs_run"] for f, _ in fs]
@@ -341,7 +344,7 @@ def accuracy(e, a):
                      f"{statistics.mean(epochs):.0f}", metric,
                      f"{sum(t for _, t in fs):.0f} s"])
     print(table(["dataset", "model", "ranks", "codec", "exchange", "val %",
-                 f"test % (mean ± sd, {a.seeds} seeds)", "published", "Δ", "epochs (mean)",
+                 f"test % (mean ± sd, seeds {seeds[0]}-{seeds[-1]})", "published", "Δ", "epochs (mean)",
                  "metric", "run time"], rows))
     # The same, one row per dataset, model, codec and exchange, one column per rank count.
     wide = []
@@ -601,7 +604,9 @@ def main():
     p.add_argument("--ranks", nargs="+", type=int, default=[1])
     p.add_argument("--codecs", nargs="+", default=["fp32"])
     p.add_argument("--modes", nargs="+", default=["sync"], help="sync | pipelined[:BOUND]")
-    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--seeds", type=int, default=5, help="accuracy: runs per configuration")
+    p.add_argument("--first-seed", type=int, default=1,
+                   help="accuracy: the first seed (seeds F .. F + --seeds - 1)")
     p.add_argument("--jobs", type=int, default=1, help="accuracy: runs at a time")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="accuracy: halognn-train --device")
@@ -624,6 +629,10 @@ def main():
         p.error("--jobs and --device apply to the accuracy experiment only")
     if a.jobs < 1:
         p.error("--jobs must be at least 1")
+    if a.experiment != "accuracy" and a.first_seed != 1:
+        p.error("--first-seed applies to the accuracy experiment only")
+    if a.first_seed < 1 or a.seeds < 1:
+        p.error("--first-seed and --seeds must be at least 1")
     run_experiment(globals()[a.experiment], a)
 
 
