@@ -1,8 +1,8 @@
 #include "core/device.hpp"
 
-#include <cstdlib>
+#include "core/host_alloc.hpp"
+
 #include <cstring>
-#include <new>
 
 #include <omp.h>
 
@@ -17,14 +17,11 @@ class CpuDevice final : public Device {
   }
   void* alloc(std::size_t bytes) const override {
     if (bytes == 0) return nullptr;
-    // 64-byte alignment: one cache line, and what AVX-512 loads like.
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
-    if (!p) throw std::bad_alloc();
-    std::memset(p, 0, rounded);
+    void* p = host_alloc(bytes);
+    std::memset(p, 0, bytes);
     return p;
   }
-  void free(void* p) const noexcept override { std::free(p); }
+  void free(void* p) const noexcept override { host_free(p); }
   void copy_from_host(void* d, const void* s, std::size_t n) const override { copy(d, s, n); }
   void copy_to_host(void* d, const void* s, std::size_t n) const override { copy(d, s, n); }
   void copy(void* d, const void* s, std::size_t n) const override {

@@ -5,8 +5,8 @@
 /// would map and fault fresh pages each time. Each buffer belongs to one OS thread (OpenMP
 /// threads included) and is reused by the next call on that thread; contents are not kept.
 #include <cstddef>
-#include <cstdlib>
-#include <new>
+
+#include "core/host_alloc.hpp"
 
 namespace halognn::kernels::scratch {
 
@@ -16,17 +16,15 @@ class Block {
   Block() = default;
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
-  ~Block() { std::free(p_); }
+  ~Block() { host_free(p_); }
   /// At least `bytes` bytes, 64-byte aligned (previous contents are lost on growth).
   void* get(std::size_t bytes) {
     if (bytes > size_) {
-      std::free(p_);
-      size_ = (bytes + 63) / 64 * 64;
-      p_ = std::aligned_alloc(64, size_);
-      if (!p_) {
-        size_ = 0;
-        throw std::bad_alloc();
-      }
+      host_free(p_);
+      p_ = nullptr;
+      size_ = 0;
+      p_ = host_alloc(bytes);
+      size_ = bytes;
     }
     return p_;
   }
