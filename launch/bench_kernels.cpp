@@ -4,7 +4,8 @@
 //   halognn-bench-kernels [--data DIR | --nodes N --edges M] [--widths 16,64,128,256,512]
 //                         [--hidden 256] [--classes 16] [--reps 10] [--triad-mib 256]
 //                         [--order blocks|rcm|none] [--order-block ROWS] [--isa ISA]
-//                         [--numerics fast|portable] [--limits-only] [--json FILE]
+//                         [--numerics fast|portable] [--spmm-cache-mib MIB] [--limits-only]
+//                         [--json FILE]
 //
 // Limits, measured by this program: triad a = b + s c over three float arrays (12 bytes per
 // element, STREAM's count) with all OpenMP threads and with one; peak flops from independent
@@ -457,6 +458,7 @@ int run(int argc, char** argv) {
   SbmConfig sbm;
   int reps = 10;
   std::int64_t triad_mib = 256;
+  [[maybe_unused]] double spmm_cache_mib = 0.0;
   po::options_description desc("halognn-bench-kernels [options]");
   desc.add_options()("help,h", "show this help")(
       "data", po::value(&data_dir), "dataset directory (default: the generated SBM graph)")(
@@ -479,7 +481,10 @@ int run(int argc, char** argv) {
        "renumber the graph as the partitioner would: blocks | rcm | none")(
       "order-block", po::value(&order_block)->default_value(order_block), "rows per block")(
       "isa", po::value(&isa), "cap the kernels' instruction set: sse2 | avx2 | avx512")(
-      "numerics", po::value(&numerics)->default_value(numerics), "fast | portable")
+      "numerics", po::value(&numerics)->default_value(numerics), "fast | portable")(
+      "spmm-cache-mib", po::value(&spmm_cache_mib),
+       "MiB of gathered rows an SpMM feature block may span (default: a quarter of the L3, "
+       "within 16-64)")
 #endif
       ("limits-only", "measure the triad and peak flops only")(
       "json", po::value(&json_path), "also write the results as JSON to this file");
@@ -498,8 +503,14 @@ int run(int argc, char** argv) {
 #ifndef HALOGNN_BENCH_BASELINE
   kernels::set_cpu_numerics(kernels::parse_cpu_numerics(numerics));
   if (!isa.empty()) kernels::set_cpu_isa_limit(kernels::parse_cpu_isa(isa));
+  if (vm.count("spmm-cache-mib")) {
+    GNN_CHECK_CONFIG(spmm_cache_mib > 0.0 && spmm_cache_mib <= 1 << 20,
+                     "--spmm-cache-mib must be in (0, 1048576], got ", spmm_cache_mib);
+    kernels::set_spmm_cache_budget(spmm_cache_mib * (1 << 20));
+  }
   kernel_set = std::string("kernels ") + kernels::to_string(kernels::cpu_isa()) + ", numerics " +
-               kernels::to_string(kernels::cpu_numerics());
+               kernels::to_string(kernels::cpu_numerics()) + ", SpMM cache budget " +
+               std::to_string(static_cast<long long>(kernels::spmm_cache_budget() / (1 << 20))) + " MiB";
 #endif
   bool on_gpu = false;
 #ifndef HALOGNN_BENCH_BASELINE

@@ -1,5 +1,8 @@
 #include "core/kernels/cpu_isa.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 
 #include "core/error.hpp"
@@ -23,6 +26,7 @@ CpuIsa detect() {
 
 std::atomic<int> g_limit{static_cast<int>(CpuIsa::avx512)};
 std::atomic<int> g_numerics{static_cast<int>(CpuNumerics::fast)};
+std::atomic<double> g_spmm_budget{0.0};  // 0: the rule of spmm_cache_budget()
 
 }  // namespace
 
@@ -71,6 +75,28 @@ CpuNumerics cpu_numerics() {
 
 void set_cpu_numerics(CpuNumerics n) {
   g_numerics.store(static_cast<int>(n), std::memory_order_relaxed);
+}
+
+double detected_l3_bytes() {
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  static const double bytes = std::max(0.0, static_cast<double>(sysconf(_SC_LEVEL3_CACHE_SIZE)));
+  return bytes;
+#else
+  return 0.0;
+#endif
+}
+
+double spmm_cache_budget() {
+  const double set = g_spmm_budget.load(std::memory_order_relaxed);
+  if (set > 0.0) return set;
+  // Measured on two hosts (docs/benchmarks.md): 16 MiB best where the L3 was 32 MiB, 64 MiB
+  // where it is 300 MiB.
+  constexpr double mib = 1 << 20;
+  return std::clamp(detected_l3_bytes() / 4.0, 16.0 * mib, 64.0 * mib);
+}
+
+void set_spmm_cache_budget(double bytes) {
+  g_spmm_budget.store(bytes > 0.0 ? bytes : 0.0, std::memory_order_relaxed);
 }
 
 }  // namespace halognn::kernels

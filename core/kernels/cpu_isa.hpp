@@ -1,6 +1,7 @@
 #pragma once
 /// @file cpu_isa.hpp
-/// Run-time choices of the CPU kernels: the vector instruction set they use and the numerics mode.
+/// Run-time choices of the CPU kernels: the vector instruction set they use, the numerics mode and
+/// the SpMM's cache budget.
 ///
 /// The build has no -march: the hot kernels (GEMM, SpMM, the fused layer kernels) are compiled
 /// once per instruction set (x86-64 baseline SSE2, AVX2 + FMA, AVX-512) and the widest one the
@@ -45,5 +46,15 @@ CpuNumerics parse_cpu_numerics(const std::string& s);
 CpuNumerics cpu_numerics();
 /// Process-wide (halognn-train applies TrainConfig::numerics with it).
 void set_cpu_numerics(CpuNumerics n);
+
+/// The L3 cache size the CPU reports (sysconf), in bytes; 0 where it reports none.
+double detected_l3_bytes();
+/// Bytes of x's gathered rows that one SpMM feature block (and spmm_transpose's partial sums)
+/// may span: a quarter of the detected L3, within [16, 64] MiB; 16 MiB where no L3 is reported
+/// (docs/models.md "Kernels").
+double spmm_cache_budget();
+/// Replaces spmm_cache_budget() with `bytes` (0 restores the rule above): tests reach feature
+/// blocks with small matrices, benchmarks compare budgets. Process-wide, like the limits above.
+void set_spmm_cache_budget(double bytes);
 
 }  // namespace halognn::kernels

@@ -176,9 +176,29 @@ test::HostCsr large_random_csr(std::int64_t rows, std::int64_t cols, int per_row
   return a;
 }
 
+/// Sets the SpMM cache budget for one scope (the rule of spmm_cache_budget() again after it).
+class ScopedSpmmBudget {
+ public:
+  explicit ScopedSpmmBudget(double mib) { kernels::set_spmm_cache_budget(mib * (1 << 20)); }
+  ~ScopedSpmmBudget() { kernels::set_spmm_cache_budget(0.0); }
+  ScopedSpmmBudget(const ScopedSpmmBudget&) = delete;
+  ScopedSpmmBudget& operator=(const ScopedSpmmBudget&) = delete;
+};
+
+TEST(SpmmCacheBudget, IsAQuarterOfTheL3Within16And64MiBAndCanBeSet) {
+  const double mib = 1 << 20, l3 = kernels::detected_l3_bytes();
+  EXPECT_EQ(kernels::spmm_cache_budget(), std::clamp(l3 / 4.0, 16.0 * mib, 64.0 * mib)) << "L3 " << l3;
+  {
+    const ScopedSpmmBudget budget(3.0);
+    EXPECT_EQ(kernels::spmm_cache_budget(), 3.0 * mib);
+  }
+  EXPECT_EQ(kernels::spmm_cache_budget(), std::clamp(l3 / 4.0, 16.0 * mib, 64.0 * mib));
+}
+
 TEST_F(KernelModes, SpmmFeatureBlocksAndTransposePartialsMatchNaiveLoops) {
-  // 70000 x 64 floats of x exceed the kernels' cache budget: spmm runs in feature blocks, and
+  // With a 16 MiB budget, 70000 x 64 floats of x exceed it: spmm runs in feature blocks, and
   // spmm_transpose's partials (one per thread) in blocks too.
+  const ScopedSpmmBudget budget(16.0);
   const std::int64_t n = 70000, f = 64;
   const test::HostCsr h = large_random_csr(n, n, 6, 16);
   const CsrMatrix a = h.to_device();
@@ -198,9 +218,10 @@ TEST_F(KernelModes, SpmmFeatureBlocksAndTransposePartialsMatchNaiveLoops) {
 }
 
 TEST_F(KernelModes, SpmmBiasWithBetaInFeatureBlocksCopiedOrGatheredInPlace) {
-  // x (70000 x 64 floats) exceeds the cache budget, so spmm runs in feature blocks of 48 and 16
-  // columns. 70000 rows gather each x row about 3 times: each block of x is copied into a
+  // x (70000 x 64 floats) exceeds a 16 MiB cache budget, so spmm runs in feature blocks of 48
+  // and 16 columns. 70000 rows gather each x row about 3 times: each block of x is copied into a
   // contiguous array first; 2000 rows gather it about 0.1 times: the blocks are read in place.
+  const ScopedSpmmBudget budget(16.0);
   const std::int64_t cols = 70000, f = 64;
   const Matrix x = random_matrix(cols, f, 18), b = random_matrix(1, f, 19);
   for (const std::int64_t rows : {cols, std::int64_t{2000}}) {

@@ -3,12 +3,12 @@
 // spmm: rows are cut into chunks of about equal stored entries (power-law degrees: a hub row
 // weighs what its entries weigh), which the threads take dynamically. Each row's output block of
 // up to 8 vectors stays in registers over the row's entries. When x is too large for the cache
-// (cols x F floats beyond kCacheBudget), the feature columns are processed in blocks, one pass
+// (cols x F floats beyond spmm_cache_budget(), cpu_isa.hpp), the feature columns are processed in blocks, one pass
 // over the matrix per block, so that the x rows a pass gathers (cols x block floats) stay in cache;
 // the structure is re-read per pass instead (4 or 8 bytes per entry, against a block of 64+ bytes
 // gathered per entry). When the gathered columns are a strict part of x's rows (feature blocks,
 // a GAT head) and the matrix has at least as many entries as x has rows, each block is first
-// copied into a dense array, so that a pass gathers from at most 16 MiB, not from all of x.
+// copied into a dense array, so that a pass gathers from at most the budget, not from all of x.
 // Each entry prefetches the x row of the entry kSpmmPrefetch ahead.
 //
 // spmm_transpose: each thread scatters its contiguous rows' contributions into its own partial
@@ -34,8 +34,6 @@ namespace halognn::kernels::reference {
 namespace detail {
 namespace {
 
-/// Bytes of gathered x (or of transposed partials) a feature block may span.
-constexpr double kCacheBudget = 16.0 * (1 << 20);
 /// Entries ahead whose x rows spmm (and whose partial rows spmm_transpose) request early
 /// (spmm_rows.inc): the best of 16, 32 and 64 on the default graph (docs/benchmarks.md, "SpMM
 /// prefetching the rows of the entries ahead").
@@ -90,9 +88,10 @@ ScatterFn scatter_fn() {
 /// Width of a feature block: all of f when `rows_touched` x f floats fit the cache budget,
 /// otherwise the largest multiple of 16 floats that does (at least 16).
 std::int64_t feature_block(std::int64_t rows_touched, std::int64_t f) {
+  const double budget = spmm_cache_budget();
   const double row_bytes = 4.0 * static_cast<double>(std::max<std::int64_t>(rows_touched, 1));
-  if (row_bytes * static_cast<double>(f) <= kCacheBudget) return f;
-  const auto fit = static_cast<std::int64_t>(kCacheBudget / row_bytes);
+  if (row_bytes * static_cast<double>(f) <= budget) return f;
+  const auto fit = static_cast<std::int64_t>(budget / row_bytes);
   return std::min(f, std::max<std::int64_t>(16, fit / 16 * 16));
 }
 
@@ -131,7 +130,7 @@ void spmm_columns(const SpmmArgs& s, std::int64_t f) {
   const std::int64_t n_blocks = (f + block - 1) / block;
   if (gathers_from_copy(s.a, block, s.ldx)) {
     // Each block of x's columns is first copied into a dense array: the gathers then read whole
-    // cache lines of one array of at most kCacheBudget bytes instead of a block's slice of rows
+    // cache lines of one array of at most spmm_cache_budget() bytes instead of a block's slice of rows
     // spread over all of x (every page of x, beyond what the TLB maps).
     for (std::int64_t f0 = 0; f0 < f; f0 += block) {
       const std::int64_t nf = std::min(f, f0 + block) - f0;
