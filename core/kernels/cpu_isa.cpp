@@ -89,8 +89,8 @@ double detected_l3_bytes() {
 double spmm_cache_budget() {
   const double set = g_spmm_budget.load(std::memory_order_relaxed);
   if (set > 0.0) return set;
-  // Measured on two hosts (docs/benchmarks.md): 16 MiB best where the L3 was 32 MiB, 64 MiB
-  // where it is 300 MiB.
+  // 64 MiB measured best on a host reporting 300 MiB of L3, 16 MiB (the floor) on an earlier one
+  // (docs/benchmarks.md, "The SpMM's cache budget from the L3 size").
   constexpr double mib = 1 << 20;
   return std::clamp(detected_l3_bytes() / 4.0, 16.0 * mib, 64.0 * mib);
 }
