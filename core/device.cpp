@@ -1,10 +1,10 @@
 #include "core/device.hpp"
 
-#include "core/host_alloc.hpp"
-
 #include <cstring>
 
 #include <omp.h>
+
+#include "core/host_alloc.hpp"
 
 namespace halognn {
 namespace {

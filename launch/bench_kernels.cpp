@@ -510,7 +510,8 @@ int run(int argc, char** argv) {
   }
   kernel_set = std::string("kernels ") + kernels::to_string(kernels::cpu_isa()) + ", numerics " +
                kernels::to_string(kernels::cpu_numerics()) + ", SpMM cache budget " +
-               std::to_string(static_cast<long long>(kernels::spmm_cache_budget() / (1 << 20))) + " MiB";
+               std::to_string(static_cast<long long>(kernels::spmm_cache_budget() / (1 << 20))) +
+               " MiB";
 #endif
   bool on_gpu = false;
 #ifndef HALOGNN_BENCH_BASELINE

@@ -41,7 +41,8 @@ int thp_eligible(const void* p) {
 }
 
 TEST(HostAlloc, SmallBlocksAreCacheLineAligned) {
-  for (const std::size_t bytes : {std::size_t{0}, std::size_t{1}, std::size_t{100}, kHugePageBytes - 1}) {
+  for (const std::size_t bytes :
+       {std::size_t{0}, std::size_t{1}, std::size_t{100}, kHugePageBytes - 1}) {
     void* p = host_alloc(bytes);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u) << bytes << " bytes";

@@ -187,7 +187,8 @@ class ScopedSpmmBudget {
 
 TEST(SpmmCacheBudget, IsAQuarterOfTheL3Within16And64MiBAndCanBeSet) {
   const double mib = 1 << 20, l3 = kernels::detected_l3_bytes();
-  EXPECT_EQ(kernels::spmm_cache_budget(), std::clamp(l3 / 4.0, 16.0 * mib, 64.0 * mib)) << "L3 " << l3;
+  EXPECT_EQ(kernels::spmm_cache_budget(), std::clamp(l3 / 4.0, 16.0 * mib, 64.0 * mib))
+      << "L3 " << l3;
   {
     const ScopedSpmmBudget budget(3.0);
     EXPECT_EQ(kernels::spmm_cache_budget(), 3.0 * mib);

@@ -3,10 +3,10 @@
 // spmm: rows are cut into chunks of about equal stored entries (power-law degrees: a hub row
 // weighs what its entries weigh), which the threads take dynamically. Each row's output block of
 // up to 8 vectors stays in registers over the row's entries. When x is too large for the cache
-// (cols x F floats beyond spmm_cache_budget(), cpu_isa.hpp), the feature columns are processed in blocks, one pass
-// over the matrix per block, so that the x rows a pass gathers (cols x block floats) stay in cache;
-// the structure is re-read per pass instead (4 or 8 bytes per entry, against a block of 64+ bytes
-// gathered per entry). When the gathered columns are a strict part of x's rows (feature blocks,
+// (cols x F floats beyond spmm_cache_budget(), cpu_isa.hpp), the feature columns are processed
+// in blocks, one pass over the matrix per block, so that the x rows a pass gathers (cols x block
+// floats) stay in cache; the structure is re-read per pass instead (4 or 8 bytes per entry,
+// against a block of 64+ bytes gathered per entry). When the gathered columns are a strict part of x's rows (feature blocks,
 // a GAT head) and the matrix has at least as many entries as x has rows, each block is first
 // copied into a dense array, so that a pass gathers from at most the budget, not from all of x.
 // Each entry prefetches the x row of the entry kSpmmPrefetch ahead.
@@ -130,8 +130,8 @@ void spmm_columns(const SpmmArgs& s, std::int64_t f) {
   const std::int64_t n_blocks = (f + block - 1) / block;
   if (gathers_from_copy(s.a, block, s.ldx)) {
     // Each block of x's columns is first copied into a dense array: the gathers then read whole
-    // cache lines of one array of at most spmm_cache_budget() bytes instead of a block's slice of rows
-    // spread over all of x (every page of x, beyond what the TLB maps).
+    // cache lines of one array of at most spmm_cache_budget() bytes instead of a block's slice of
+    // rows spread over all of x (every page of x, beyond what the TLB maps).
     for (std::int64_t f0 = 0; f0 < f; f0 += block) {
       const std::int64_t nf = std::min(f, f0 + block) - f0;
       SpmmArgs packed = s;
