@@ -17,9 +17,7 @@ class CpuDevice final : public Device {
   }
   void* alloc(std::size_t bytes) const override {
     if (bytes == 0) return nullptr;
-    void* p = host_alloc(bytes);
-    std::memset(p, 0, bytes);
-    return p;
+    return host_alloc(bytes, /*zeroed=*/true);
   }
   void free(void* p) const noexcept override { host_free(p); }
   void copy_from_host(void* d, const void* s, std::size_t n) const override { copy(d, s, n); }

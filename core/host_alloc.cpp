@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -39,16 +40,18 @@ void* map_huge(std::size_t length) {
 
 }  // namespace
 
-void* host_alloc(std::size_t bytes) {
+void* host_alloc(std::size_t bytes, bool zeroed) {
   if (bytes < kHugePageBytes) {
     void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
     if (!p) throw std::bad_alloc();
+    if (zeroed) std::memset(p, 0, bytes);
     return p;
   }
   // A fresh mapping, not the allocator's heap: pages the heap already faulted in stay 4 KiB
   // pages whatever the advice says. Gathers at random rows of a large array (SpMM, GAT) miss the
   // TLB on almost every row with 4 KiB pages. The advice is a hint: where the kernel has no
-  // transparent huge pages the block is ordinary memory.
+  // transparent huge pages the block is ordinary memory. A fresh mapping reads as zeros, so
+  // `zeroed` costs nothing here (writing the zeros again would fault and clear every page twice).
   const std::size_t length = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   void* p = map_huge(length);
   (void)madvise(p, length, MADV_HUGEPAGE);

@@ -68,6 +68,21 @@ TEST(HostAlloc, LargeBlocksAreHugePageAlignedAndAdvised) {
   }
 }
 
+// Zeroed blocks read as zeros even where the memory was used before: a small block freed dirty and
+// asked for again (the heap usually hands the same bytes back), and a fresh large mapping.
+TEST(HostAlloc, ZeroedBlocksAreZeroEvenAfterReuse) {
+  for (const std::size_t bytes : {std::size_t{4000}, 2 * kHugePageBytes + 64}) {
+    for (int round = 0; round < 2; ++round) {
+      auto* p = static_cast<unsigned char*>(host_alloc(bytes, /*zeroed=*/true));
+      std::size_t nonzero = 0;
+      for (std::size_t i = 0; i < bytes; ++i) nonzero += p[i] != 0;
+      EXPECT_EQ(nonzero, 0u) << bytes << " bytes, round " << round;
+      std::memset(p, 0x5A, bytes);  // dirty it for the next round
+      host_free(p);
+    }
+  }
+}
+
 TEST(HostAlloc, MatricesAndScratchUseIt) {
   Matrix m(4096, 256);  // 4 MiB
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m.data()) % kHugePageBytes, 0u);
