@@ -58,7 +58,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // tiles, column tiles (few output rows), and both transposed.
                       std::make_tuple(false, true, 300, 64, 100, 0.5f),
                       std::make_tuple(true, false, 96, 400, 160, 1.0f),
-                      std::make_tuple(true, true, 200, 300, 70, 0.0f)));
+                      std::make_tuple(true, true, 200, 300, 70, 0.0f),
+                      // The classifier's shape: at most 16 (8) output columns take the tall
+                      // tile of AVX-512 (AVX2), whose full 24- (12-) row panels of A are read
+                      // in place; 100 rows end in a partial, packed panel; two depth blocks.
+                      std::make_tuple(false, false, 100, 300, 16, 0.5f),
+                      std::make_tuple(false, false, 100, 300, 8, 0.0f)));
 
 std::vector<double> naive_spmm(const test::HostCsr& a, const Matrix& x, bool transpose, float beta,
                                const Matrix& y0) {

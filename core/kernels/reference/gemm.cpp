@@ -100,16 +100,20 @@ void update_edge_tile(const float* tile, int nr, const TileUpdate& up, float* c,
 using TileFn = void (*)(std::int64_t kc, const float* ap, std::int64_t lda, const float* bp,
                         std::int64_t ldb, const TileUpdate& up, float* c, std::int64_t ldc,
                         int rows, int cols);
+/// colsum[j] += src[k * ld + j] for k < kc (ascending), j < cols (gemm_tile.inc).
+using ColumnSumFn = void (*)(const float* src, std::int64_t ld, int cols, std::int64_t kc,
+                             double* colsum);
 
 #define HALOGNN_ISA_BODY "core/kernels/reference/gemm_tile.inc"
 #include "core/kernels/reference/per_isa.inc"
 #undef HALOGNN_ISA_BODY
 
-/// A micro-kernel and its tile shape.
+/// A micro-kernel and its tile shape, with the column sums of the same instruction set.
 struct TileKernel {
   int mr = 0, nr = 0;
   TileFn fn = nullptr;
   TileFn direct = nullptr;  ///< the same tile reading a full panel of untransposed A in place
+  ColumnSumFn sums = nullptr;
 };
 
 /// Where a tile reads a panel of op(A) from, and with which micro-kernel.
@@ -122,9 +126,9 @@ struct APanel {
 /// Wide tiles for n > one vector, tall ones for narrow outputs (the classifier's 16 columns),
 /// where a wide tile would spend most of its multiply-adds on padding.
 template <int MR, int NV, int W>
-TileKernel make_kernel(TileFn fused, TileFn unfused, bool fma, TileFn fused_direct = nullptr,
-                       TileFn unfused_direct = nullptr) {
-  return {MR, NV * W, fma ? fused : unfused, fma ? fused_direct : unfused_direct};
+TileKernel make_kernel(bool fma, ColumnSumFn sums, TileFn fused, TileFn unfused,
+                       TileFn fused_direct, TileFn unfused_direct) {
+  return {MR, NV * W, fma ? fused : unfused, fma ? fused_direct : unfused_direct, sums};
 }
 
 TileKernel select_kernel(std::int64_t n) {
@@ -132,18 +136,26 @@ TileKernel select_kernel(std::int64_t n) {
   switch (cpu_isa()) {
     case CpuIsa::avx512:
       if (n <= 16)
-        return make_kernel<24, 1, 16>(isa_avx512::gemm_tile<24, 1, true>,
-                                      isa_avx512::gemm_tile<24, 1, false>, fma);
-      return make_kernel<6, 4, 16>(isa_avx512::gemm_tile<6, 4, true>,
-                                   isa_avx512::gemm_tile<6, 4, false>, fma,
+        return make_kernel<24, 1, 16>(fma, isa_avx512::add_column_sums,
+                                      isa_avx512::gemm_tile<24, 1, true>,
+                                      isa_avx512::gemm_tile<24, 1, false>,
+                                      isa_avx512::gemm_tile<24, 1, true, true>,
+                                      isa_avx512::gemm_tile<24, 1, false, true>);
+      return make_kernel<6, 4, 16>(fma, isa_avx512::add_column_sums,
+                                   isa_avx512::gemm_tile<6, 4, true>,
+                                   isa_avx512::gemm_tile<6, 4, false>,
                                    isa_avx512::gemm_tile<6, 4, true, true>,
                                    isa_avx512::gemm_tile<6, 4, false, true>);
     case CpuIsa::avx2:
       if (n <= 8)
-        return make_kernel<12, 1, 8>(isa_avx2::gemm_tile<12, 1, true>,
-                                     isa_avx2::gemm_tile<12, 1, false>, fma);
-      return make_kernel<6, 2, 8>(isa_avx2::gemm_tile<6, 2, true>,
-                                  isa_avx2::gemm_tile<6, 2, false>, fma,
+        return make_kernel<12, 1, 8>(fma, isa_avx2::add_column_sums,
+                                     isa_avx2::gemm_tile<12, 1, true>,
+                                     isa_avx2::gemm_tile<12, 1, false>,
+                                     isa_avx2::gemm_tile<12, 1, true, true>,
+                                     isa_avx2::gemm_tile<12, 1, false, true>);
+      return make_kernel<6, 2, 8>(fma, isa_avx2::add_column_sums,
+                                  isa_avx2::gemm_tile<6, 2, true>,
+                                  isa_avx2::gemm_tile<6, 2, false>,
                                   isa_avx2::gemm_tile<6, 2, true, true>,
                                   isa_avx2::gemm_tile<6, 2, false, true>);
     case CpuIsa::sse2:
@@ -151,8 +163,8 @@ TileKernel select_kernel(std::int64_t n) {
   }
   // No FMA on the baseline: the fast mode gives the portable bits there.
   if (n <= 4)
-    return {12, 4, isa_sse2::gemm_tile<12, 1, false>};
-  return {6, 8, isa_sse2::gemm_tile<6, 2, false>};
+    return {12, 4, isa_sse2::gemm_tile<12, 1, false>, nullptr, isa_sse2::add_column_sums};
+  return {6, 8, isa_sse2::gemm_tile<6, 2, false>, nullptr, isa_sse2::add_column_sums};
 }
 
 /// dst[k * N + j] = src[k * ld + j] for j < n, 0 for n <= j < N (k < kc): the k-major copy of
@@ -214,20 +226,14 @@ APanel a_panel(const Operand& a, const TileKernel& tk, std::int64_t m0, int rows
   return {apack, tk.mr, tk.fn};
 }
 
-/// colsum[j] += src[k * ld + j] for k < kc (ascending), j < cols.
-void add_column_sums(const float* src, std::int64_t ld, int cols, std::int64_t kc, double* colsum) {
-  for (std::int64_t k = 0; k < kc; ++k)
-    for (int j = 0; j < cols; ++j) colsum[j] += src[k * ld + j];
-}
-
 /// dst[k * nr + j] = op(B)[k0 + k][n0 + j] for j < cols, 0 for cols <= j < nr; adds the values
-/// to colsum[j] (ascending k) when colsum is set.
+/// to colsum[j] (ascending k, with `sums`) when colsum is set.
 void pack_b(const Operand& b, std::int64_t k0, std::int64_t kc, std::int64_t n0, int cols, int nr,
-            float* __restrict dst, double* colsum) {
+            float* __restrict dst, double* colsum, ColumnSumFn sums) {
   if (!b.trans) {  // op(B)[k][n] = B[k][n]: each k copies `cols` consecutive floats
     const float* src = b.data + k0 * b.cols + n0;
     copy_panel(src, b.cols, cols, kc, nr, dst);
-    if (colsum) add_column_sums(src, b.cols, cols, kc, colsum);
+    if (colsum) sums(src, b.cols, cols, kc, colsum);
     return;
   }
   for (int j = 0; j < cols; ++j) {
@@ -276,7 +282,7 @@ void run_packed_b(const Problem& p, const TileKernel& tk) {
       for (std::int64_t blk = 0; blk < num_blocks(term); ++blk) {
         const std::int64_t k0 = blk * kKc, kc = std::min(kKc, term.k - k0);
         pack_b(term.b, k0, kc, n0, cols, nr, bpack + offset[t][blk] + pn * kc * nr,
-               t == 0 && p.b_colsum ? p.b_colsum + n0 : nullptr);
+               t == 0 && p.b_colsum ? p.b_colsum + n0 : nullptr, tk.sums);
       }
     }
   }
@@ -335,12 +341,15 @@ void run_deep(const Problem& p, const TileKernel& tk) {
         for (std::int64_t pn = pn0; pn < pn1; ++pn) {
           const std::int64_t n0 = pn * nr;
           const int cols = static_cast<int>(std::min<std::int64_t>(nr, p.n - n0));
-          // The column sums belong to the threads that own the first row panel.
-          double* colsum = t == 0 && p.b_colsum && pm0 == 0 ? p.b_colsum + n0 : nullptr;
+          // Each column panel's sums belong to one thread: with the rows of C cut, the panels
+          // are dealt out in ranges (thread 0 alone had summed them all, half again its
+          // share of the product); with the columns cut, each thread sums its own.
+          const bool sums_here = split_m ? pn * parts / panels_n == r : true;
+          double* colsum = t == 0 && p.b_colsum && sums_here ? p.b_colsum + n0 : nullptr;
           if (!in_place(pn))
-            pack_b(term.b, k0, kc, n0, cols, nr, bpack + (pn - pn0) * kc * nr, colsum);
+            pack_b(term.b, k0, kc, n0, cols, nr, bpack + (pn - pn0) * kc * nr, colsum, tk.sums);
           else if (colsum)
-            add_column_sums(term.b.data + k0 * term.b.cols + n0, term.b.cols, cols, kc, colsum);
+            tk.sums(term.b.data + k0 * term.b.cols + n0, term.b.cols, cols, kc, colsum);
         }
         TileUpdate up{p.alpha, p.beta, t == 0 && blk == 0, nullptr};
         for (std::int64_t pm = pm0; pm < pm1; ++pm) {
