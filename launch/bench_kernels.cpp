@@ -14,7 +14,10 @@
 // compulsory bytes (every operand read once, every output written once; a read-modify-write
 // output counts twice) and flops, the roofline bound max(bytes / triad, flops / peak) with the
 // all-thread limits, and time / bound. SpMM rows add the "gather" rate: bytes as if every stored
-// entry fetched its whole x row from memory (no reuse), for comparison with earlier tables.
+// entry fetched its whole x row from memory (no reuse), for comparison with earlier tables, and
+// under the values SpMM a "gather limit": the rows the SpMM gathers (its column indices, in
+// order), of a feature block's width, read from a block of its size and nothing else (no SpMM
+// that gathers x's rows runs faster), with the SpMM's rate of gathered x rows as a fraction.
 // The graph is the default SBM (or --data), renumbered in the partitioner's locality order (one
 // part; --order), as halognn-partition would store it.
 //
@@ -236,6 +239,30 @@ Json kernel_json(const std::string& kernel, const std::string& shape, double t, 
   r["flops"] = flops;
   return r;
 }
+
+#ifndef HALOGNN_BENCH_BASELINE
+/// The limit of the SpMM's gathers at width f: a's column indices, in a's order, read as rows of a
+/// feature block's width from a block of a.cols such rows and nothing else
+/// (bench::row_read_gbs); printed under the SpMM row with the SpMM's rate of gathered x rows as
+/// a fraction of it, and added to `out`.
+void gather_limit(const CsrView& a, std::int64_t f, double t_spmm, int threads, int reps,
+                  Json& out) {
+  const std::int64_t cols = (kernels::spmm_feature_block(a.cols, f) + 15) / 16 * 16;
+  const double limit = bench::row_read_gbs(a.col, a.nnz, a.cols, cols, threads, reps);
+  const double gathered = 4.0 * static_cast<double>(a.nnz) * static_cast<double>(f) / t_spmm / 1e9;
+  std::printf("  gather limit: the same %lld-float rows read from a %.1f MiB block, %.1f GB/s; the "
+              "spmm gathers x's rows at %.1f GB/s, %.0f%% of it\n",
+              static_cast<long long>(cols), 4.0 * static_cast<double>(a.cols * cols) / (1 << 20),
+              limit, gathered, 100.0 * gathered / limit);
+  std::fflush(stdout);
+  Json r = Json::object();
+  r["f"] = static_cast<double>(f);
+  r["block_cols"] = static_cast<double>(cols);
+  r["row_read_gb_per_s"] = limit;
+  r["spmm_gather_gb_per_s"] = gathered;
+  out.push_back(r);
+}
+#endif
 
 struct Limits {
   double triad = 0, peak = 0;  ///< all threads: GB/s, GFLOP/s
@@ -597,6 +624,7 @@ int run(int argc, char** argv) {
   }
 #endif
   Table table(lim);
+  Json gather_limits = Json::array();
   const double structure = 4.0 * static_cast<double>(n + 1) + 4.0 * static_cast<double>(nnz);
   const double values = 4.0 * static_cast<double>(nnz);
   CsrView pattern = a.view();
@@ -610,9 +638,13 @@ int run(int argc, char** argv) {
     const double flops = 2.0 * static_cast<double>(nnz * f);
     const double gather = 4.0 * static_cast<double>(nnz - n) * static_cast<double>(f);
     const std::string shape = "F=" + std::to_string(f);
-    table.add("spmm (values)", shape,
-              best_seconds(reps, [&] { kernels::spmm(dev, a.view(), x.view(), 0.0f, y.view()); }),
-              structure + values + dense, flops, structure + values + dense + gather);
+    const double t_spmm =
+        best_seconds(reps, [&] { kernels::spmm(dev, a.view(), x.view(), 0.0f, y.view()); });
+    table.add("spmm (values)", shape, t_spmm, structure + values + dense, flops,
+              structure + values + dense + gather);
+#ifndef HALOGNN_BENCH_BASELINE
+    gather_limit(a.view(), f, t_spmm, threads, reps, gather_limits);
+#endif
     table.add("spmm (structure only)", shape,
               best_seconds(reps, [&] { kernels::spmm(dev, pattern, x.view(), 0.0f, y.view()); }),
               structure + dense, flops, structure + dense + gather);
@@ -795,6 +827,7 @@ int run(int argc, char** argv) {
               3 * zf + 4.0 * n, 4.0 * static_cast<double>(n * f));
   }
   results["rows"] = table.rows();
+  results["gather_limits"] = gather_limits;
   if (!json_path.empty()) write_file_atomic(json_path, dump_json(results) + "\n");
   return 0;
 }

@@ -95,6 +95,14 @@ double spmm_cache_budget() {
   return std::clamp(detected_l3_bytes() / 4.0, 16.0 * mib, 64.0 * mib);
 }
 
+std::int64_t spmm_feature_block(std::int64_t rows_touched, std::int64_t f) {
+  const double budget = spmm_cache_budget();
+  const double row_bytes = 4.0 * static_cast<double>(std::max<std::int64_t>(rows_touched, 1));
+  if (row_bytes * static_cast<double>(f) <= budget) return f;
+  const auto fit = static_cast<std::int64_t>(budget / row_bytes);
+  return std::min(f, std::max<std::int64_t>(16, fit / 16 * 16));
+}
+
 void set_spmm_cache_budget(double bytes) {
   g_spmm_budget.store(bytes > 0.0 ? bytes : 0.0, std::memory_order_relaxed);
 }

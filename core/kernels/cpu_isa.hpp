@@ -16,6 +16,7 @@
 /// - `fast` (default): the GEMM fuses multiply-adds where the CPU has FMA (AVX2 and AVX-512 give
 ///   identical bits; a CPU without FMA gives the portable bits).
 /// Both modes are deterministic run to run.
+#include <cstdint>
 #include <string>
 
 namespace halognn::kernels {
@@ -53,6 +54,9 @@ double detected_l3_bytes();
 /// may span: a quarter of the detected L3, within [16, 64] MiB; 16 MiB where no L3 is reported
 /// (docs/models.md "Kernels").
 double spmm_cache_budget();
+/// Columns of x one SpMM pass gathers (a feature block): all of f when `rows_touched` x f floats
+/// fit spmm_cache_budget(), otherwise the largest multiple of 16 floats that does (at least 16).
+std::int64_t spmm_feature_block(std::int64_t rows_touched, std::int64_t f);
 /// Replaces spmm_cache_budget() with `bytes` (0 restores the rule above): tests reach feature
 /// blocks with small matrices, benchmarks compare budgets. Process-wide, like the limits above.
 void set_spmm_cache_budget(double bytes);

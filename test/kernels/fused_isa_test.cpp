@@ -196,6 +196,16 @@ TEST(SpmmCacheBudget, IsAQuarterOfTheL3Within16And64MiBAndCanBeSet) {
   EXPECT_EQ(kernels::spmm_cache_budget(), std::clamp(l3 / 4.0, 16.0 * mib, 64.0 * mib));
 }
 
+TEST(SpmmCacheBudget, AFeatureBlockIsEveryColumnOrTheWidestMultipleOf16ThatFits) {
+  const ScopedSpmmBudget budget(1.0);  // 1 MiB: 262,144 floats
+  EXPECT_EQ(kernels::spmm_feature_block(1000, 100), 100);  // 400 KB: every column
+  EXPECT_EQ(kernels::spmm_feature_block(1000, 1000), 256);  // 262 columns fit
+  EXPECT_EQ(kernels::spmm_feature_block(6553, 100), 32);  // 40 fit
+  EXPECT_EQ(kernels::spmm_feature_block(4096, 70), 64);  // 64 fit, of 70
+  EXPECT_EQ(kernels::spmm_feature_block(100000, 64), 16);  // not even 16 fit: 16 at least
+  EXPECT_EQ(kernels::spmm_feature_block(100000, 8), 8);  // never more than f
+}
+
 TEST_F(KernelModes, SpmmFeatureBlocksAndTransposePartialsMatchNaiveLoops) {
   // With a 16 MiB budget, 70000 x 64 floats of x exceed it: spmm runs in feature blocks, and
   // spmm_transpose's partials (one per thread) in blocks too.

@@ -85,16 +85,6 @@ ScatterFn scatter_fn() {
   return isa_sse2::scatter_rows;
 }
 
-/// Width of a feature block: all of f when `rows_touched` x f floats fit the cache budget,
-/// otherwise the largest multiple of 16 floats that does (at least 16).
-std::int64_t feature_block(std::int64_t rows_touched, std::int64_t f) {
-  const double budget = spmm_cache_budget();
-  const double row_bytes = 4.0 * static_cast<double>(std::max<std::int64_t>(rows_touched, 1));
-  if (row_bytes * static_cast<double>(f) <= budget) return f;
-  const auto fit = static_cast<std::int64_t>(budget / row_bytes);
-  return std::min(f, std::max<std::int64_t>(16, fit / 16 * 16));
-}
-
 /// Rows [r0, r1), feature columns [f0, f1), with the instruction set of cpu_isa().
 using SpmmRowsFn = void (*)(const SpmmArgs&, std::int64_t r0, std::int64_t r1, std::int64_t f0,
                             std::int64_t f1);
@@ -126,7 +116,7 @@ void spmm_columns(const SpmmArgs& s, std::int64_t f) {
   const SpmmRowsFn fn = spmm_rows_fn();
   const std::vector<std::int64_t> chunks = row_chunks(s.a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
-  const std::int64_t block = feature_block(s.a.cols, f);
+  const std::int64_t block = spmm_feature_block(s.a.cols, f);
   const std::int64_t n_blocks = (f + block - 1) / block;
   if (gathers_from_copy(s.a, block, s.ldx)) {
     // Each block of x's columns is first copied into a dense array: the gathers then read whole
@@ -203,7 +193,7 @@ void spmm_transpose(CsrView a, ConstDenseView x, float beta, DenseView y) {
         a.row_ptr, a.row_ptr + a.rows + 1, target) - a.row_ptr - 1)));
   }
   bounds.push_back(a.rows);
-  const std::int64_t block = detail::feature_block(n_out * team, f);
+  const std::int64_t block = spmm_feature_block(n_out * team, f);
   float* partials = team > 1 ? scratch::shared_floats(static_cast<std::size_t>(
                                    (team - 1) * n_out * block))
                              : nullptr;
