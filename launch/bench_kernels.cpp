@@ -15,9 +15,10 @@
 // output counts twice) and flops, the roofline bound max(bytes / triad, flops / peak) with the
 // all-thread limits, and time / bound. SpMM rows add the "gather" rate: bytes as if every stored
 // entry fetched its whole x row from memory (no reuse), for comparison with earlier tables, and
-// under the values SpMM a "gather limit": the rows the SpMM gathers (its column indices, in
-// order), of a feature block's width, read from a block of its size and nothing else (no SpMM
-// that gathers x's rows runs faster), with the SpMM's rate of gathered x rows as a fraction.
+// under the values SpMM and the GAT aggregations a "gather limit": the rows they gather (the
+// column indices, in order), of an SpMM feature block's width, read from a block of its size and
+// nothing else (no kernel that gathers those rows runs faster), with the kernel's rate of
+// gathered rows as a fraction of it.
 // The graph is the default SBM (or --data), renumbered in the partitioner's locality order (one
 // part; --order), as halognn-partition would store it.
 //
@@ -241,25 +242,27 @@ Json kernel_json(const std::string& kernel, const std::string& shape, double t, 
 }
 
 #ifndef HALOGNN_BENCH_BASELINE
-/// The limit of the SpMM's gathers at width f: a's column indices, in a's order, read as rows of a
-/// feature block's width from a block of a.cols such rows and nothing else
-/// (bench::row_read_gbs); printed under the SpMM row with the SpMM's rate of gathered x rows as
-/// a fraction of it, and added to `out`.
-void gather_limit(const CsrView& a, std::int64_t f, double t_spmm, int threads, int reps,
-                  Json& out) {
+/// The limit of a gathering kernel at width f: a's column indices, in a's order, read as rows of
+/// an SpMM feature block's width from a block of a.cols such rows and nothing else
+/// (bench::row_read_gbs); printed under the kernel's row with the kernel's rate of gathered rows
+/// (`per_entry` rows of f floats a stored entry, in time t) as a fraction of it, and added to
+/// `out`.
+void gather_limit(const std::string& kernel, const CsrView& a, std::int64_t f, int per_entry,
+                  double t, int threads, int reps, Json& out) {
   const std::int64_t cols = (kernels::spmm_feature_block(a.cols, f) + 15) / 16 * 16;
   const double limit = bench::row_read_gbs(a.col, a.nnz, a.cols, cols, threads, reps);
-  const double gathered = 4.0 * static_cast<double>(a.nnz) * static_cast<double>(f) / t_spmm / 1e9;
-  std::printf("  gather limit: the same %lld-float rows read from a %.1f MiB block, %.1f GB/s; the "
-              "spmm gathers x's rows at %.1f GB/s, %.0f%% of it\n",
+  const double gathered = 4.0 * per_entry * static_cast<double>(a.nnz * f) / t / 1e9;
+  std::printf("  gather limit: the same %lld-float rows read from a %.1f MiB block, %.1f GB/s; "
+              "%s gathers rows at %.1f GB/s, %.0f%% of it\n",
               static_cast<long long>(cols), 4.0 * static_cast<double>(a.cols * cols) / (1 << 20),
-              limit, gathered, 100.0 * gathered / limit);
+              limit, kernel.c_str(), gathered, 100.0 * gathered / limit);
   std::fflush(stdout);
   Json r = Json::object();
+  r["kernel"] = kernel;
   r["f"] = static_cast<double>(f);
   r["block_cols"] = static_cast<double>(cols);
   r["row_read_gb_per_s"] = limit;
-  r["spmm_gather_gb_per_s"] = gathered;
+  r["kernel_gather_gb_per_s"] = gathered;
   out.push_back(r);
 }
 #endif
@@ -643,7 +646,7 @@ int run(int argc, char** argv) {
     table.add("spmm (values)", shape, t_spmm, structure + values + dense, flops,
               structure + values + dense + gather);
 #ifndef HALOGNN_BENCH_BASELINE
-    gather_limit(a.view(), f, t_spmm, threads, reps, gather_limits);
+    gather_limit("spmm (values)", a.view(), f, 1, t_spmm, threads, reps, gather_limits);
 #endif
     table.add("spmm (structure only)", shape,
               best_seconds(reps, [&] { kernels::spmm(dev, pattern, x.view(), 0.0f, y.view()); }),
@@ -802,23 +805,31 @@ int run(int argc, char** argv) {
               }),
               zf + 4.0 * n, 2.0 * static_cast<double>(n * f));
     kernels::head_dot(dev, z.view(), att.data(), 1, s_dst.data());
-    table.add("gat_aggregate", "F=" + std::to_string(f),
-              best_seconds(reps, [&] {
-                kernels::gat_aggregate(dev, pattern, z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
-                                       alpha.data(), nullptr, y.view());
-              }),
+    const double t_gat = best_seconds(reps, [&] {
+      kernels::gat_aggregate(dev, pattern, z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
+                             alpha.data(), nullptr, y.view());
+    });
+    table.add("gat_aggregate", "F=" + std::to_string(f), t_gat,
               shape_bytes + 2 * zf + 8.0 * n + 4.0 * static_cast<double>(nnz),
               2.0 * static_cast<double>(nnz * f) + 6.0 * static_cast<double>(nnz));
-    table.add("gat_aggregate_backward", "F=" + std::to_string(f),
-              best_seconds(reps, [&] {
-                kernels::gat_aggregate_backward(dev, pattern, at.t.view(), at.t_to_a.data(),
-                                                z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
-                                                alpha.data(), nullptr, gy.view(), edge_grad.data(),
-                                                gs_dst.data(), gs_src.data(), gz.view());
-              }),
+#ifndef HALOGNN_BENCH_BASELINE
+    gather_limit("gat_aggregate", pattern, f, 1, t_gat, threads, reps, gather_limits);
+#endif
+    const double t_gat_back = best_seconds(reps, [&] {
+      kernels::gat_aggregate_backward(dev, pattern, at.t.view(), at.t_to_a.data(), z.view(),
+                                      s_dst.data(), s_src.data(), 1, 0.2f, alpha.data(), nullptr,
+                                      gy.view(), edge_grad.data(), gs_dst.data(), gs_src.data(),
+                                      gz.view());
+    });
+    table.add("gat_aggregate_backward", "F=" + std::to_string(f), t_gat_back,
               2 * shape_bytes + 4.0 * static_cast<double>(nnz) + 3 * zf + 16.0 * n +
                   8.0 * static_cast<double>(nnz),
               4.0 * static_cast<double>(nnz * f) + 8.0 * static_cast<double>(nnz));
+#ifndef HALOGNN_BENCH_BASELINE
+    // Two rows a stored entry: z's for the score gradients, gy's for z's gradient.
+    gather_limit("gat_aggregate_backward", pattern, f, 2, t_gat_back, threads, reps,
+                 gather_limits);
+#endif
     table.add("head_dot_backward", dims(n, f),
               best_seconds(reps, [&] {
                 kernels::head_dot_backward(dev, z.view(), att.data(), 1, gs_src.data(), gz.view(),

@@ -1,7 +1,8 @@
 """halognn-bench-kernels' gather limit (launch/bench_limits.hpp, row_read_gbs) on a small graph:
-one per SpMM width, over the rows of the width the SpMM gathers in one pass (a feature block of
-the --spmm-cache-mib budget: 16 columns at F = 16, 48 of 64 at F = 64 for 5000 rows and 1 MiB),
-printed under the SpMM row and written to the JSON file."""
+one per SpMM width and one under each GAT aggregation (at --hidden), over the rows of the width
+the SpMM gathers in one pass (a feature block of the --spmm-cache-mib budget: 16 columns at
+F = 16, 48 of 64 at F = 64 for 5000 rows and 1 MiB), printed under the kernel's row and written
+to the JSON file."""
 import json
 import os
 import subprocess
@@ -18,20 +19,24 @@ class GatherLimit(unittest.TestCase):
             out = os.path.join(d, "kernels.json")
             run = subprocess.run(
                 [os.path.join(BIN, "halognn-bench-kernels"), "--nodes", "5000", "--edges", "40000",
-                 "--widths", "16,64", "--reps", "1", "--triad-mib", "4", "--spmm-cache-mib", "1",
-                 "--json", out],
+                 "--widths", "16,64", "--hidden", "64", "--reps", "1", "--triad-mib", "4",
+                 "--spmm-cache-mib", "1", "--json", out],
                 capture_output=True, text=True, timeout=120,
                 env=dict(os.environ, OMP_NUM_THREADS="2"))
             self.assertEqual(run.returncode, 0, run.stderr)
             lines = [l for l in run.stdout.splitlines() if l.strip().startswith("gather limit:")]
-            self.assertEqual(len(lines), 2, run.stdout)
+            self.assertEqual(len(lines), 4, run.stdout)
             self.assertIn("the same 16-float rows read from a 0.3 MiB block", lines[0])
             self.assertIn("the same 48-float rows read from a 0.9 MiB block", lines[1])
+            self.assertIn("; gat_aggregate gathers rows at", lines[2])
+            self.assertIn("; gat_aggregate_backward gathers rows at", lines[3])
             limits = json.load(open(out))["gather_limits"]
-        self.assertEqual([(g["f"], g["block_cols"]) for g in limits], [(16, 16), (64, 48)])
+        self.assertEqual([(g["kernel"], g["f"], g["block_cols"]) for g in limits],
+                         [("spmm (values)", 16, 16), ("spmm (values)", 64, 48),
+                          ("gat_aggregate", 64, 48), ("gat_aggregate_backward", 64, 48)])
         for g in limits:
             self.assertGreater(g["row_read_gb_per_s"], 0)
-            self.assertGreater(g["spmm_gather_gb_per_s"], 0)
+            self.assertGreater(g["kernel_gather_gb_per_s"], 0)
 
 
 if __name__ == "__main__":
