@@ -342,8 +342,8 @@ void run_deep(const Problem& p, const TileKernel& tk) {
           const std::int64_t n0 = pn * nr;
           const int cols = static_cast<int>(std::min<std::int64_t>(nr, p.n - n0));
           // Each column panel's sums belong to one thread: with the rows of C cut, the panels
-          // are dealt out in ranges (thread 0 alone had summed them all, half again its
-          // share of the product); with the columns cut, each thread sums its own.
+          // are dealt out in ranges (one thread summing them all kept the others waiting);
+          // with the columns cut, each thread sums its own.
           const bool sums_here = split_m ? pn * parts / panels_n == r : true;
           double* colsum = t == 0 && p.b_colsum && sums_here ? p.b_colsum + n0 : nullptr;
           if (!in_place(pn))
