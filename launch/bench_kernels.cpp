@@ -246,11 +246,12 @@ Json kernel_json(const std::string& kernel, const std::string& shape, double t, 
 /// an SpMM feature block's width from a block of a.cols such rows and nothing else
 /// (bench::row_read_gbs); printed under the kernel's row with the kernel's rate of gathered rows
 /// (`per_entry` rows of f floats a stored entry, in time t) as a fraction of it, and added to
-/// `out`.
-void gather_limit(const std::string& kernel, const CsrView& a, std::int64_t f, int per_entry,
-                  double t, int threads, int reps, Json& out) {
+/// `out`. Returns the limit; `known` (GB/s) is one already measured for the same a and f.
+double gather_limit(const std::string& kernel, const CsrView& a, std::int64_t f, int per_entry,
+                    double t, int threads, int reps, Json& out, double known = 0) {
   const std::int64_t cols = (kernels::spmm_feature_block(a.cols, f) + 15) / 16 * 16;
-  const double limit = bench::row_read_gbs(a.col, a.nnz, a.cols, cols, threads, reps);
+  const double limit =
+      known > 0 ? known : bench::row_read_gbs(a.col, a.nnz, a.cols, cols, threads, reps);
   const double gathered = 4.0 * per_entry * static_cast<double>(a.nnz * f) / t / 1e9;
   std::printf("  gather limit: the same %lld-float rows read from a %.1f MiB block, %.1f GB/s; "
               "%s gathers rows at %.1f GB/s, %.0f%% of it\n",
@@ -264,6 +265,7 @@ void gather_limit(const std::string& kernel, const CsrView& a, std::int64_t f, i
   r["row_read_gb_per_s"] = limit;
   r["kernel_gather_gb_per_s"] = gathered;
   out.push_back(r);
+  return limit;
 }
 #endif
 
@@ -813,7 +815,8 @@ int run(int argc, char** argv) {
               shape_bytes + 2 * zf + 8.0 * n + 4.0 * static_cast<double>(nnz),
               2.0 * static_cast<double>(nnz * f) + 6.0 * static_cast<double>(nnz));
 #ifndef HALOGNN_BENCH_BASELINE
-    gather_limit("gat_aggregate", pattern, f, 1, t_gat, threads, reps, gather_limits);
+    const double gat_limit =
+        gather_limit("gat_aggregate", pattern, f, 1, t_gat, threads, reps, gather_limits);
 #endif
     const double t_gat_back = best_seconds(reps, [&] {
       kernels::gat_aggregate_backward(dev, pattern, at.t.view(), at.t_to_a.data(), z.view(),
@@ -826,9 +829,10 @@ int run(int argc, char** argv) {
                   8.0 * static_cast<double>(nnz),
               4.0 * static_cast<double>(nnz * f) + 8.0 * static_cast<double>(nnz));
 #ifndef HALOGNN_BENCH_BASELINE
-    // Two rows a stored entry: z's for the score gradients, gy's for z's gradient.
+    // Two rows a stored entry: z's for the score gradients, gy's for z's gradient; the rows of
+    // the same width and structure as the forward's, so its limit.
     gather_limit("gat_aggregate_backward", pattern, f, 2, t_gat_back, threads, reps,
-                 gather_limits);
+                 gather_limits, gat_limit);
 #endif
     table.add("head_dot_backward", dims(n, f),
               best_seconds(reps, [&] {

@@ -104,10 +104,6 @@ using TileFn = void (*)(std::int64_t kc, const float* ap, std::int64_t lda, cons
 using ColumnSumFn = void (*)(const float* src, std::int64_t ld, int cols, std::int64_t kc,
                              double* colsum);
 
-#define HALOGNN_ISA_BODY "core/kernels/reference/gemm_tile.inc"
-#include "core/kernels/reference/per_isa.inc"
-#undef HALOGNN_ISA_BODY
-
 /// A micro-kernel and its tile shape, with the column sums of the same instruction set.
 struct TileKernel {
   int mr = 0, nr = 0;
@@ -115,6 +111,10 @@ struct TileKernel {
   TileFn direct = nullptr;  ///< the same tile reading a full panel of untransposed A in place
   ColumnSumFn sums = nullptr;
 };
+
+#define HALOGNN_ISA_BODY "core/kernels/reference/gemm_tile.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 /// Where a tile reads a panel of op(A) from, and with which micro-kernel.
 struct APanel {
@@ -125,39 +125,13 @@ struct APanel {
 
 /// Wide tiles for n > one vector, tall ones for narrow outputs (the classifier's 16 columns),
 /// where a wide tile would spend most of its multiply-adds on padding.
-template <int MR, int NV, int W>
-TileKernel make_kernel(bool fma, ColumnSumFn sums, TileFn fused, TileFn unfused,
-                       TileFn fused_direct, TileFn unfused_direct) {
-  return {MR, NV * W, fma ? fused : unfused, fma ? fused_direct : unfused_direct, sums};
-}
-
 TileKernel select_kernel(std::int64_t n) {
   const bool fma = cpu_numerics() == CpuNumerics::fast;
   switch (cpu_isa()) {
     case CpuIsa::avx512:
-      if (n <= 16)
-        return make_kernel<24, 1, 16>(fma, isa_avx512::add_column_sums,
-                                      isa_avx512::gemm_tile<24, 1, true>,
-                                      isa_avx512::gemm_tile<24, 1, false>,
-                                      isa_avx512::gemm_tile<24, 1, true, true>,
-                                      isa_avx512::gemm_tile<24, 1, false, true>);
-      return make_kernel<6, 4, 16>(fma, isa_avx512::add_column_sums,
-                                   isa_avx512::gemm_tile<6, 4, true>,
-                                   isa_avx512::gemm_tile<6, 4, false>,
-                                   isa_avx512::gemm_tile<6, 4, true, true>,
-                                   isa_avx512::gemm_tile<6, 4, false, true>);
+      return n <= 16 ? isa_avx512::tile_kernel<24, 1>(fma) : isa_avx512::tile_kernel<6, 4>(fma);
     case CpuIsa::avx2:
-      if (n <= 8)
-        return make_kernel<12, 1, 8>(fma, isa_avx2::add_column_sums,
-                                     isa_avx2::gemm_tile<12, 1, true>,
-                                     isa_avx2::gemm_tile<12, 1, false>,
-                                     isa_avx2::gemm_tile<12, 1, true, true>,
-                                     isa_avx2::gemm_tile<12, 1, false, true>);
-      return make_kernel<6, 2, 8>(fma, isa_avx2::add_column_sums,
-                                  isa_avx2::gemm_tile<6, 2, true>,
-                                  isa_avx2::gemm_tile<6, 2, false>,
-                                  isa_avx2::gemm_tile<6, 2, true, true>,
-                                  isa_avx2::gemm_tile<6, 2, false, true>);
+      return n <= 8 ? isa_avx2::tile_kernel<12, 1>(fma) : isa_avx2::tile_kernel<6, 2>(fma);
     case CpuIsa::sse2:
       break;
   }

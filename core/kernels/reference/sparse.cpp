@@ -6,9 +6,10 @@
 // (cols x F floats beyond spmm_cache_budget(), cpu_isa.hpp), the feature columns are processed
 // in blocks, one pass over the matrix per block, so that the x rows a pass gathers (cols x block
 // floats) stay in cache; the structure is re-read per pass instead (4 or 8 bytes per entry,
-// against a block of 64+ bytes gathered per entry). When the gathered columns are a strict part of x's rows (feature blocks,
-// a GAT head) and the matrix has at least as many entries as x has rows, each block is first
-// copied into a dense array, so that a pass gathers from at most the budget, not from all of x.
+// against a block of 64+ bytes gathered per entry). When the gathered columns are a strict part
+// of x's rows (feature blocks, a GAT head) and the matrix has at least as many entries as x has
+// rows, each block is first copied into a dense array, so that a pass gathers from at most the
+// budget, not from all of x.
 // Each entry prefetches the x row of the entry kSpmmPrefetch ahead.
 //
 // spmm_transpose: each thread scatters its contiguous rows' contributions into its own partial
