@@ -242,17 +242,16 @@ Json kernel_json(const std::string& kernel, const std::string& shape, double t, 
 }
 
 #ifndef HALOGNN_BENCH_BASELINE
-/// The limit of a gathering kernel at width f: a's column indices, in a's order, read as rows of
-/// an SpMM feature block's width from a block of a.cols such rows and nothing else
-/// (bench::row_read_gbs); printed under the kernel's row with the kernel's rate of gathered rows
-/// (`per_entry` rows of f floats a stored entry, in time t) as a fraction of it, and added to
-/// `out`. Returns the limit; `known` (GB/s) is one already measured for the same a and f.
-double gather_limit(const std::string& kernel, const CsrView& a, std::int64_t f, int per_entry,
-                    double t, int threads, int reps, Json& out, double known = 0) {
-  const std::int64_t cols = (kernels::spmm_feature_block(a.cols, f) + 15) / 16 * 16;
-  const double limit =
-      known > 0 ? known : bench::row_read_gbs(a.col, a.nnz, a.cols, cols, threads, reps);
-  const double gathered = 4.0 * per_entry * static_cast<double>(a.nnz * f) / t / 1e9;
+/// The limit of a gathering kernel at width f that gathers rows of `cols` floats in a pass (an
+/// SpMM feature block, or all f): a's column indices, in a's order, read as rows of that width
+/// from a block of a.cols such rows and nothing else (bench::row_read_gbs); printed under the
+/// kernel's row with the kernel's rate of gathered rows (one row of f floats a stored entry, in
+/// time t) as a fraction of it, and added to `out`.
+void gather_limit(const std::string& kernel, const CsrView& a, std::int64_t f, std::int64_t cols,
+                  double t, int threads, int reps, Json& out) {
+  cols = (cols + 15) / 16 * 16;
+  const double limit = bench::row_read_gbs(a.col, a.nnz, a.cols, cols, threads, reps);
+  const double gathered = 4.0 * static_cast<double>(a.nnz * f) / t / 1e9;
   std::printf("  gather limit: the same %lld-float rows read from a %.1f MiB block, %.1f GB/s; "
               "%s gathers rows at %.1f GB/s, %.0f%% of it\n",
               static_cast<long long>(cols), 4.0 * static_cast<double>(a.cols * cols) / (1 << 20),
@@ -265,7 +264,6 @@ double gather_limit(const std::string& kernel, const CsrView& a, std::int64_t f,
   r["row_read_gb_per_s"] = limit;
   r["kernel_gather_gb_per_s"] = gathered;
   out.push_back(r);
-  return limit;
 }
 #endif
 
@@ -648,7 +646,8 @@ int run(int argc, char** argv) {
     table.add("spmm (values)", shape, t_spmm, structure + values + dense, flops,
               structure + values + dense + gather);
 #ifndef HALOGNN_BENCH_BASELINE
-    gather_limit("spmm (values)", a.view(), f, 1, t_spmm, threads, reps, gather_limits);
+    gather_limit("spmm (values)", a.view(), f, kernels::spmm_feature_block(a.cols(), f), t_spmm,
+                 threads, reps, gather_limits);
 #endif
     table.add("spmm (structure only)", shape,
               best_seconds(reps, [&] { kernels::spmm(dev, pattern, x.view(), 0.0f, y.view()); }),
@@ -815,8 +814,8 @@ int run(int argc, char** argv) {
               shape_bytes + 2 * zf + 8.0 * n + 4.0 * static_cast<double>(nnz),
               2.0 * static_cast<double>(nnz * f) + 6.0 * static_cast<double>(nnz));
 #ifndef HALOGNN_BENCH_BASELINE
-    const double gat_limit =
-        gather_limit("gat_aggregate", pattern, f, 1, t_gat, threads, reps, gather_limits);
+    gather_limit("gat_aggregate", pattern, f, kernels::spmm_feature_block(pattern.cols, f), t_gat,
+                 threads, reps, gather_limits);
 #endif
     const double t_gat_back = best_seconds(reps, [&] {
       kernels::gat_aggregate_backward(dev, pattern, at.t.view(), at.t_to_a.data(), z.view(),
@@ -829,10 +828,10 @@ int run(int argc, char** argv) {
                   8.0 * static_cast<double>(nnz),
               4.0 * static_cast<double>(nnz * f) + 8.0 * static_cast<double>(nnz));
 #ifndef HALOGNN_BENCH_BASELINE
-    // Two rows a stored entry: z's for the score gradients, gy's for z's gradient; the rows of
-    // the same width and structure as the forward's, so its limit.
-    gather_limit("gat_aggregate_backward", pattern, f, 2, t_gat_back, threads, reps,
-                 gather_limits, gat_limit);
+    // One gy row a stored entry, whole (the head's f columns), in the transposed structure's
+    // order, for both z's gradient and the score gradients' dot products.
+    gather_limit("gat_aggregate_backward", at.t.view(), f, f, t_gat_back, threads, reps,
+                 gather_limits);
 #endif
     table.add("head_dot_backward", dims(n, f),
               best_seconds(reps, [&] {

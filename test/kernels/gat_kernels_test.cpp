@@ -4,15 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/kernels.hpp"
 #include "test/kernels/kernel_test_util.hpp"
 
 namespace halognn {
 namespace {
 
+using kernels::CpuIsa;
 using test::expect_near_all;
 using test::random_csr;
 using test::random_matrix;
@@ -179,6 +182,122 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GatAggregate,
                                            std::make_tuple(2, true, false),
                                            std::make_tuple(3, false, true),
                                            std::make_tuple(2, true, true)));
+
+/// gat_aggregate_backward's outputs computed the way gat.cpp documents them, in float, one
+/// operation at a time: the dot product gy_v . z_u of every entry with lane (j mod 16) taking the
+/// products of columns j in ascending order (a multiply, then an add) and the 16 lanes added as
+/// halves, quarters, eighths, pairs; gz as the SpMM adds (entries of the transposed structure in
+/// order, a multiply, then an add, from 0); the softmax and LeakyReLU backward per destination row.
+struct BackwardBits {
+  std::vector<float> edge, gs_dst, gs_src, gz;
+};
+
+BackwardBits documented_backward(const test::HostCsr& a, const Transposed& t, const Matrix& z,
+                                 const std::vector<float>& s_dst, const std::vector<float>& s_src,
+                                 int heads, int f, float slope, const std::vector<float>& alpha,
+                                 const float* drop, const Matrix& gy) {
+  const std::int64_t w = heads * f, nnz = static_cast<std::int64_t>(a.col.size());
+  BackwardBits b;
+  b.edge.assign(static_cast<std::size_t>(nnz * heads), 0.0f);
+  b.gs_dst.assign(static_cast<std::size_t>(a.rows * heads), 0.0f);
+  b.gs_src.assign(static_cast<std::size_t>(a.cols * heads), 0.0f);
+  b.gz.assign(static_cast<std::size_t>(a.cols * w), 0.0f);
+  for (int h = 0; h < heads; ++h) {
+    for (std::int64_t v = 0; v < a.rows; ++v) {
+      const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
+      std::vector<float> d;
+      for (std::int32_t k = begin; k < end; ++k) {
+        float lanes[16] = {};
+        for (int j = 0; j < f; ++j) {
+          const float p = gy(v, h * f + j) * z(a.col[k], h * f + j);
+          lanes[j % 16] = p + lanes[j % 16];
+        }
+        for (int width = 8; width >= 1; width /= 2)
+          for (int i = 0; i < width; ++i) lanes[i] = lanes[i] + lanes[i + width];
+        d.push_back(drop ? lanes[0] * drop[k * heads + h] : lanes[0]);
+      }
+      float weighted = 0.0f;
+      for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * d[k - begin];
+      float row_sum = 0.0f;
+      for (std::int32_t k = begin; k < end; ++k) {
+        const float de = alpha[k * heads + h] * (d[k - begin] - weighted);
+        const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
+        const float dpre = pre > 0.0f ? de : slope * de;
+        b.edge[k * heads + h] = dpre;
+        row_sum += dpre;
+      }
+      b.gs_dst[v * heads + h] = row_sum;
+    }
+    for (std::int64_t u = 0; u < a.cols; ++u) {
+      float src_sum = 0.0f;
+      for (std::int32_t k = t.row_ptr[u]; k < t.row_ptr[u + 1]; ++k) {
+        const std::int64_t e = t.to_a[k];
+        src_sum += b.edge[e * heads + h];
+        const float c = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
+        for (int j = 0; j < f; ++j) {
+          float& out = b.gz[u * w + h * f + j];
+          const float p = c * gy(t.col[k], h * f + j);
+          out = p + out;
+        }
+      }
+      b.gs_src[u * heads + h] = src_sum;
+    }
+  }
+  return b;
+}
+
+TEST(GatAggregateBackward, GivesTheDocumentedOperationsBitsOnEveryInstructionSet) {
+  // 50 source rows of about 180 entries each in the transposed structure (its rows are hubs:
+  // the gathered rows are requested ahead), widths with and without whole vector groups and
+  // scalar tails (300: AVX-512's 16-vector group, then 2 vectors, then 12 columns), and two heads
+  // (the head's columns copied out of gy's rows first).
+  const int rows = 600, cols = 50;
+  const float slope = 0.2f;
+  const auto host = random_csr(rows, cols, 30, false, 51);
+  const CsrMatrix a = host.to_device();
+  const Transposed t = transpose(host);
+  const CsrView at{cols, rows, a.nnz(), t.row_ptr.data(), t.col.data(), nullptr};
+  const CpuIsa widest = kernels::detected_cpu_isa();
+  for (const int heads : {1, 2}) {
+    for (const int f : {5, 16, 37, 300}) {
+      const Matrix z = random_matrix(cols, heads * f, 52), gy = random_matrix(rows, heads * f, 53);
+      const Matrix sd = random_matrix(rows, heads, 54), ss = random_matrix(cols, heads, 55);
+      const std::vector<float> s_dst(sd.host().begin(), sd.host().end());
+      const std::vector<float> s_src(ss.host().begin(), ss.host().end());
+      std::vector<float> alpha(static_cast<std::size_t>(a.nnz() * heads)), mask(alpha.size());
+      std::vector<GlobalId> ids(static_cast<std::size_t>(cols));
+      for (int i = 0; i < cols; ++i) ids[static_cast<std::size_t>(i)] = 9 + 5 * i;
+      kernels::edge_dropout_mask(cpu(), RngKey{6, RngPurpose::attention_dropout, 2, 0},
+                                 ids.data(), 0.3f, a.view(), heads, mask.data());
+      for (const float* drop : {static_cast<const float*>(nullptr),
+                                static_cast<const float*>(mask.data())}) {
+        Matrix y(rows, heads * f);
+        kernels::gat_aggregate(cpu(), a.view(), z.view(), s_dst.data(), s_src.data(), heads,
+                               slope, alpha.data(), drop, y.view());
+        const BackwardBits want =
+            documented_backward(host, t, z, s_dst, s_src, heads, f, slope, alpha, drop, gy);
+        for (int isa = 0; isa <= static_cast<int>(widest); ++isa) {
+          kernels::set_cpu_isa_limit(static_cast<CpuIsa>(isa));
+          std::vector<float> edge(alpha.size()), gs_dst(s_dst.size()), gs_src(s_src.size());
+          Matrix gz(cols, heads * f);
+          kernels::gat_aggregate_backward(cpu(), a.view(), at, t.to_a.data(), z.view(),
+                                          s_dst.data(), s_src.data(), heads, slope, alpha.data(),
+                                          drop, gy.view(), edge.data(), gs_dst.data(),
+                                          gs_src.data(), gz.view());
+          const std::vector<float> gzv(gz.host().begin(), gz.host().end());
+          const std::string where = std::string(kernels::to_string(static_cast<CpuIsa>(isa))) +
+                                    ", heads " + std::to_string(heads) + ", f " +
+                                    std::to_string(f) + (drop ? ", dropout" : "");
+          EXPECT_EQ(edge, want.edge) << where;
+          EXPECT_EQ(gs_dst, want.gs_dst) << where;
+          EXPECT_EQ(gs_src, want.gs_src) << where;
+          EXPECT_EQ(gzv, want.gz) << where;
+        }
+        kernels::set_cpu_isa_limit(widest);
+      }
+    }
+  }
+}
 
 TEST(EdgeDropoutMask, IsTheDocumentedDrawPerGlobalEdgeAndHead) {
   const int heads = 3, rows = 30, cols = 45;

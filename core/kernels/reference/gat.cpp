@@ -1,8 +1,10 @@
 // Graph-attention kernels: per-head scores, edge softmax + aggregation, and their backward.
 //
-// The aggregations are SpMMs with per-entry weights (the attention coefficients), one per head,
-// run by sparse.cpp's spmm_columns (sparse_rows.hpp); the dot products (scores and their
-// gradients) on dots() (gat_dots.inc), whose summation order is fixed whatever the vector width.
+// The forward aggregation is an SpMM with per-entry weights (the attention coefficients), one per
+// head, run by sparse.cpp's spmm_columns (sparse_rows.hpp); the scores' dot products on dots()
+// (gat_dots.inc), whose summation order is fixed whatever the vector width. The backward gathers
+// each gy row once (gat_backward_rows.inc) for both the transposed aggregation and the score
+// gradients' dot products, with the SpMM's and dots()'s operations in their orders.
 // exp is the scalar libm call. Rows are scheduled in chunks of about equal stored entries.
 #include <omp.h>
 
@@ -37,7 +39,30 @@ float reduce_lanes(float* l) {
   return l[0];
 }
 
+/// Entries ahead whose gy rows the backward's transposed pass requests early (the SpMM's
+/// distance, sparse.cpp).
+constexpr std::int32_t kGatPrefetch = 32;
+
+/// The backward's pass over the transposed structure for one head (gat_backward_rows.inc):
+/// gz's head columns and the dot products d (indexed by a's entries) from one gather of gy.
+struct GatTransposedArgs {
+  CsrView at;
+  const std::int32_t* t_to_a = nullptr;
+  const float* coef = nullptr;  // per entry of at
+  const float* gy = nullptr;    // the head's first column
+  std::int64_t ldg = 0;
+  const float* z = nullptr;
+  std::int64_t ldz = 0;
+  float* gz = nullptr;
+  std::int64_t ldgz = 0;
+  std::int64_t f = 0;  // the head's width
+  float* d = nullptr;  // per entry of a
+};
+
 #define HALOGNN_ISA_BODY "core/kernels/reference/gat_dots.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
+#define HALOGNN_ISA_BODY "core/kernels/reference/gat_backward_rows.inc"
 #include "core/kernels/reference/per_isa.inc"
 #undef HALOGNN_ISA_BODY
 
@@ -50,6 +75,18 @@ DotsFn dots_fn() {
     case CpuIsa::sse2: break;
   }
   return isa_sse2::dots_n;
+}
+
+using TransposedRowsFn = void (*)(const GatTransposedArgs&, std::int64_t, std::int64_t,
+                                  std::vector<float>&);
+
+TransposedRowsFn transposed_rows_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::transposed_rows;
+    case CpuIsa::avx2: return isa_avx2::transposed_rows;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::transposed_rows;
 }
 
 }  // namespace
@@ -208,52 +245,71 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
   GNN_ASSERT(z.rows == a.cols && gy.rows == a.rows && gy.cols == z.cols && gz.rows == z.rows &&
                  gz.cols == z.cols && a_t.rows == a.cols && a_t.nnz == a.nnz,
              "gat_aggregate_backward: shapes");
-  const DotsFn dots = dots_fn();
-  // Pass 1, per head, per destination row: dL/dalpha = d_vu (gy_v . z_u) (d: the dropout
-  // multiplier, 1 without dropout), through the softmax
-  // (de = alpha (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and
-  // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry. The head's columns of z are
-  // gathered from a dense copy when detail::gathers_from_copy says so.
+  const TransposedRowsFn transposed_rows = transposed_rows_fn();
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
-  const bool copied = detail::gathers_from_copy(a, f, z.cols);
+  const std::vector<std::int64_t> t_chunks = detail::row_chunks(a_t, kChunkEntries);
+  const auto n_t_chunks = static_cast<std::int64_t>(t_chunks.size()) - 1;
+  // Entry indices are absolute (a view of some rows of a larger CSR starts at row_ptr[0] != 0).
+  const std::int64_t entries = a_t.rows > 0 ? a_t.row_ptr[a_t.rows] : 0;
+  const std::int64_t a_entries = a.rows > 0 ? a.row_ptr[a.rows] : 0;
+  // The transposed coefficients (a_t's order) and the dot products (a's order) of one head.
+  float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries + a_entries));
+  float* d = coef + entries;
+  const bool copied = detail::gathers_from_copy(a_t, f, gy.cols);
   for (std::int32_t h = 0; h < heads; ++h) {
-    const float* zh = copied ? detail::copy_columns(z.data + h * f, z.cols, z.rows, f) : z.data + h * f;
-    const std::int64_t ldz = copied ? f : z.cols;
-#pragma omp parallel if (n_chunks > 1)
+#pragma omp parallel for schedule(static)
+    for (std::int64_t k = a_t.rows > 0 ? a_t.row_ptr[0] : 0; k < entries; ++k) {
+      const std::int64_t e = t_to_a[k];
+      coef[k] = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
+    }
+    // Pass 1, per source row over the transposed structure (no two threads write one row), from
+    // one gather of each gy row (of the head's columns, copied to a dense array first when they
+    // are a strict part of gy's rows): dL/dz_u = sum_v d_vu alpha_vu gy_v (d: the dropout
+    // multiplier, 1 without dropout), and the dot products gy_v . z_u that dL/dalpha needs.
+    GatTransposedArgs t;
+    t.at = a_t;
+    t.t_to_a = t_to_a;
+    t.coef = coef;
+    t.gy = copied ? detail::copy_columns(gy.data + h * f, gy.cols, gy.rows, f) : gy.data + h * f;
+    t.ldg = copied ? f : gy.cols;
+    t.z = z.data + h * f;
+    t.ldz = z.cols;
+    t.gz = gz.data + h * f;
+    t.ldgz = gz.cols;
+    t.f = f;
+    t.d = d;
+#pragma omp parallel if (n_t_chunks > 1)
     {
-      std::vector<const float*> rows;
-      std::vector<float> d;
+      std::vector<float> lanes;
 #pragma omp for schedule(dynamic, 1)
-      for (std::int64_t c = 0; c < n_chunks; ++c) {
-        for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
-          const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-          rows.resize(static_cast<std::size_t>(end - begin));
-          d.resize(rows.size());
-          for (std::int32_t k = begin; k < end; ++k) rows[k - begin] = zh + a.col[k] * ldz;
-          dots(gy.row(v) + h * f, rows.data(), end - begin, f, d.data());
-          if (drop)
-            for (std::int32_t k = begin; k < end; ++k) d[k - begin] *= drop[k * heads + h];
-          float weighted = 0.0f;
-          for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * d[k - begin];
-          float row_sum = 0.0f;
-          for (std::int32_t k = begin; k < end; ++k) {
-            const float de = alpha[k * heads + h] * (d[k - begin] - weighted);
-            const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
-            const float dpre = pre > 0.0f ? de : negative_slope * de;
-            edge_grad[k * heads + h] = dpre;
-            row_sum += dpre;
-          }
-          gs_dst[v * heads + h] = row_sum;
+      for (std::int64_t c = 0; c < n_t_chunks; ++c)
+        transposed_rows(t, t_chunks[c], t_chunks[c + 1], lanes);
+    }
+    // Pass 2, per destination row: dL/dalpha = d_vu (gy_v . z_u), through the softmax
+    // (de = alpha (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and
+    // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry.
+#pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
+    for (std::int64_t c = 0; c < n_chunks; ++c) {
+      for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
+        const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
+        if (drop)
+          for (std::int32_t k = begin; k < end; ++k) d[k] *= drop[k * heads + h];
+        float weighted = 0.0f;
+        for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * d[k];
+        float row_sum = 0.0f;
+        for (std::int32_t k = begin; k < end; ++k) {
+          const float de = alpha[k * heads + h] * (d[k] - weighted);
+          const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
+          const float dpre = pre > 0.0f ? de : negative_slope * de;
+          edge_grad[k * heads + h] = dpre;
+          row_sum += dpre;
         }
+        gs_dst[v * heads + h] = row_sum;
       }
     }
   }
-  // Pass 2, per source row over the transposed structure (no two threads write one row):
-  // dL/ds_src[u] = sum_v dpre_vu, then per head dL/dz_u = sum_v d_vu alpha_vu gy_v (the SpMM of
-  // sparse.cpp over the transposed coefficients).
-  const std::vector<std::int64_t> t_chunks = detail::row_chunks(a_t, kChunkEntries);
-  const auto n_t_chunks = static_cast<std::int64_t>(t_chunks.size()) - 1;
+  // Pass 3, per source row over the transposed structure: dL/ds_src[u] = sum_v dpre_vu.
 #pragma omp parallel for schedule(dynamic, 1) if (n_t_chunks > 1)
   for (std::int64_t c = 0; c < n_t_chunks; ++c) {
     for (std::int64_t u = t_chunks[c]; u < t_chunks[c + 1]; ++u) {
@@ -264,23 +320,6 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
         gs_src[u * heads + h] = src_sum;
       }
     }
-  }
-  const std::int64_t entries = a_t.row_ptr[a_t.rows];  // entry indices are absolute
-  float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries));
-  for (std::int32_t h = 0; h < heads; ++h) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t k = a_t.row_ptr[0]; k < entries; ++k) {
-      const std::int64_t e = t_to_a[k];
-      coef[k] = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
-    }
-    detail::SpmmArgs s;
-    s.a = a_t;
-    s.a.val = coef;
-    s.x = gy.data + h * f;
-    s.ldx = gy.cols;
-    s.y = gz.data + h * f;
-    s.ldy = gz.cols;
-    detail::spmm_columns(s, f);
   }
 }
 
