@@ -51,6 +51,13 @@ struct Sse2 {
   static R max(R a, R b) { return _mm_max_ps(a, b); }
   static R madd(R a, R b, R c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return madd(a, b, c); }
+  /// The 16 lanes l[0..3] hold (lane i of register i / 4 at position i mod 4) added as a fixed
+  /// tree: lane i + lane i + 8 (i < 8), then + 4 (i < 4), + 2, + 1.
+  static float sum16_tree(const R* l) {
+    const R b = _mm_add_ps(_mm_add_ps(l[0], l[2]), _mm_add_ps(l[1], l[3]));
+    const R c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+  }
 
   // 32-bit integer lanes (the Philox rounds of philox_run.inc, the b-bit codecs' bit handling).
   using I = __m128i;
@@ -117,6 +124,13 @@ struct Avx2 {
   static R max(R a, R b) { return _mm256_max_ps(a, b); }
   static R madd(R a, R b, R c) { return _mm256_add_ps(_mm256_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  /// The 16 lanes l[0..1] hold added as Sse2::sum16_tree's fixed tree.
+  static float sum16_tree(const R* l) {
+    const R a = _mm256_add_ps(l[0], l[1]);
+    const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+  }
 
   /// W floats to binary16, rounded to nearest even (IEEE: subnormal results, overflow to inf).
   static void to_half(const float* src, std::uint16_t* dst) {
@@ -182,6 +196,16 @@ struct Avx512 {
   static R max(R a, R b) { return _mm512_max_ps(a, b); }
   static R madd(R a, R b, R c) { return _mm512_add_ps(_mm512_mul_ps(a, b), c); }
   static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  /// The 16 lanes of l[0] added as Sse2::sum16_tree's fixed tree.
+  static float sum16_tree(const R* l) {
+    // The zero-masked extracts with every lane enabled: GCC 12's plain cast starts from an
+    // "undefined" register that its own -Wmaybe-uninitialized flags (as in mulhilo below).
+    const __m256 a = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, l[0], 0),
+                                   _mm512_maskz_extractf32x8_ps(0xFF, l[0], 1));
+    const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+  }
 
   static void to_half(const float* src, std::uint16_t* dst) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
