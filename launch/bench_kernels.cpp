@@ -732,6 +732,14 @@ int run(int argc, char** argv) {
     table.add("relu_backward (in place)", shape,
               best_seconds(reps, [&] { kernels::relu_backward(dev, x.view(), z.view(), z.view()); }),
               3 * e4, static_cast<double>(elems));
+    // GAT's activation: about 22 operations an element on the negative side (expm1's range
+    // reduction, a degree-8 polynomial, the scaling), computed for every element.
+    table.add("elu_forward", shape,
+              best_seconds(reps, [&] { kernels::elu_forward(dev, x.view(), z.view()); }), 2 * e4,
+              22.0 * static_cast<double>(elems));
+    table.add("elu_backward (in place)", shape,
+              best_seconds(reps, [&] { kernels::elu_backward(dev, x.view(), z.view(), z.view()); }),
+              3 * e4, 3.0 * static_cast<double>(elems));
     const RngKey key{1, RngPurpose::dropout, 0, 1};
     table.add("dropout_forward", shape,
               best_seconds(reps, [&] {

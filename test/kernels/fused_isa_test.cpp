@@ -285,6 +285,19 @@ std::vector<float> run_all_kernels() {
     keep(gw);
     keep(gb);
   }
+  // ELU and its backward, in place as the layers call them: 1000 + 37 values (a scalar tail on
+  // every width), spread over [-40, 8] (the clamp at -30, both signs of zero).
+  {
+    Matrix x = random_matrix(1, 1037, 43);
+    for (float& v : x.host()) v = v * 24.0f - 16.0f;
+    x.host()[0] = 0.0f;
+    x.host()[1] = -0.0f;
+    kernels::elu_forward(cpu(), x.view(), x.view());
+    keep(x);
+    Matrix g = random_matrix(1, 1037, 44);
+    kernels::elu_backward(cpu(), x.view(), g.view(), g.view());
+    keep(g);
+  }
   // SpMM widths: every vector group (8, 4, 2, 1 vectors of every width) and scalar tails.
   const test::HostCsr h = random_csr(300, 250, 20, true, 30);
   const CsrMatrix a = h.to_device();

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/reference/reference_kernels.hpp"
+#include "core/kernels/reference/simd.hpp"
 
 namespace halognn::kernels::reference {
 namespace {
@@ -123,58 +125,33 @@ void relu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
 
 namespace {
 
-/// expm1(x) for x <= 0 (NaN kept), within 1 ulp, in operations a vector loop can hold (no call,
-/// no branch): x = k ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, so k ln2_hi is exact), then
-/// expm1(x) = 2^k expm1(r) + (2^k - 1), with expm1(r) = r + r^2 (1/2 + r/6 + ... + r^6/8!)
-/// (truncation error under 2^-30 relative). 2^k - 1 is exact for the k this reaches (x is
-/// clamped to -30, where the result is -1 to the float).
-inline float expm1_nonpositive(float x) {
-  constexpr float kInvLn2 = 1.44269504f, kLn2Hi = 0.693145751953125f, kLn2Lo = 1.42860677e-6f;
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting it rounds to integer
-  const float xc = select(x < -30.0f, -30.0f, x);
-  const float k = (xc * kInvLn2 + kRound) - kRound;
-  const float r = (xc - k * kLn2Hi) - k * kLn2Lo;
-  float q = 1.0f / 40320;
-  q = q * r + 1.0f / 5040;
-  q = q * r + 1.0f / 720;
-  q = q * r + 1.0f / 120;
-  q = q * r + 1.0f / 24;
-  q = q * r + 1.0f / 6;
-  q = q * r + 0.5f;
-  const float p = r + (r * r) * q;
-  const float t = std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::int32_t>(k) + 127) << 23);
-  return t * p + (t - 1.0f);
-}
+#define HALOGNN_ISA_BODY "core/kernels/reference/elu_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 }  // namespace
 
 void elu_forward(ConstDenseView x, DenseView y) {
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "elu_forward: shapes differ");
   const std::int64_t n = x.rows * x.cols;
-  const float* s = x.data;
-  float* d = y.data;
-  // Both sides computed, then selected (a vector loop; libm's expm1 per element was 15% of a GAT
-  // epoch). x = 0 (either sign) gives itself, as expm1 does.
-#pragma omp parallel for simd schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const bool pos = s[i] > 0.0f;
-    const float neg = expm1_nonpositive(select(pos, 0.0f, s[i]));
-    d[i] = select(pos | (s[i] == 0.0f), s[i], neg);
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::elu_rows(x.data, y.data, n);
+    case CpuIsa::avx2: return isa_avx2::elu_rows(x.data, y.data, n);
+    case CpuIsa::sse2: break;
   }
+  isa_sse2::elu_rows(x.data, y.data, n);
 }
 
 void elu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
   GNN_ASSERT(y.rows == gy.rows && y.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
              "elu_backward: shapes differ");
   const std::int64_t n = y.rows * y.cols;
-  const float* yy = y.data;
-  const float* g = gy.data;
-  float* d = gx.data;
-#pragma omp parallel for simd schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) {
-    // The product taken for every element, then selected without a branch (vectorised).
-    d[i] = select(yy[i] > 0.0f, g[i], g[i] * (yy[i] + 1.0f));
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::elu_backward_rows(y.data, gy.data, gx.data, n);
+    case CpuIsa::avx2: return isa_avx2::elu_backward_rows(y.data, gy.data, gx.data, n);
+    case CpuIsa::sse2: break;
   }
+  isa_sse2::elu_backward_rows(y.data, gy.data, gx.data, n);
 }
 
 namespace {
