@@ -7,8 +7,9 @@ usage: bench_suite.py EXPERIMENT [--build BUILD_DIR] [--work DIR] [--seeds 5] [-
   accuracy  test score of the best-validation model (restored), mean/std over seeds, for datasets
             x models x ranks x codecs, with each dataset's published protocol (DATASETS, PROTOCOLS)
             beside the published numbers (PUBLISHED)
-  scaling   epoch time split and bytes per epoch on the default graph at 1, 2, 4 ranks, beside a
-            plain PyTorch run of the same model (1 rank) in the same invocation
+  scaling   epoch time split and bytes per epoch on the default graph at 1, 2, 4 ranks, against the
+            roofline bound (launch/roofline.py), beside a plain PyTorch run of the same model
+            (1 rank) in the same invocation; --repeats N: the median of N interleaved runs
   codecs    the codec table: bytes, accuracy and epoch-time breakdown per codec
   sweep     emulated-bandwidth sweep of sync/pipelined x fp32/q1 (+ PNG plot)
   overlap   sync epochs with and without overlap (--no-overlap) per bandwidth and codec,
@@ -371,6 +372,12 @@ def accuracy(e, a):
     return results
 
 
+def median_run(runs):
+    """Of several runs' epoch_stats, the one with the median epoch time (the lower of the two
+    middle ones for an even count): a whole run, so its time split stays consistent."""
+    return sorted(runs, key=lambda x: x["epoch_s"])[(len(runs) - 1) // 2]
+
+
 def epoch_stats(epochs, skip):
     ep = epochs[skip:]
     f = lambda k: statistics.mean(x[k] for x in ep)
@@ -389,17 +396,31 @@ def scaling(e, a):
     lim = json.load(open(limits))
     print(f"limits: triad {lim['triad_gb_per_s']:.1f} GB/s, peak {lim['peak_gflop_per_s']:.1f} "
           f"GFLOP/s ({lim['threads']} threads)", file=sys.stderr)
+    # --repeats runs of every (model, ranks), the repeats interleaved (round r runs every cell
+    # once) so that load changes on a shared machine hit every cell alike; each run's epoch time
+    # is its mean over epochs 1.. (epoch 0 pays first-touch allocation), and the cell reports the
+    # run with the median epoch time.
+    repeats = a.repeats or 1  # None: the default, one run
+    runs = {}
+    for r in range(repeats):
+        for model in a.models:
+            for ranks in a.ranks:
+                args = ["--model", model, "--layers", "3", "--hidden", "256", "--epochs",
+                        str(a.epochs), "--eval-every", str(a.epochs)]
+                tag = f"scale-{model}-{ranks}" + (f"-{r}" if repeats > 1 else "")
+                ep, _ = e.train("default", ranks, args, tag)
+                runs.setdefault((model, ranks), []).append(epoch_stats(ep, 1))
     for model in a.models:
         for ranks in a.ranks:
-            args = ["--model", model, "--layers", "3", "--hidden", "256", "--epochs", str(a.epochs),
-                    "--eval-every", str(a.epochs)]
-            ep, _ = e.train("default", ranks, args, f"scale-{model}-{ranks}")
-            st = epoch_stats(ep, 1)
+            st = median_run(runs[(model, ranks)])
             bound, _ = roofline.epoch_bound(e.partition("default", ranks), limits, model, 3, 256)
-            results.append(dict(model=model, ranks=ranks, bound_s=bound, **st))
+            results.append(dict(model=model, ranks=ranks, bound_s=bound, **st,
+                                run_epoch_s=[x["epoch_s"] for x in runs[(model, ranks)]]))
             rows.append([model, ranks, f"{st['epoch_s']:.3f}", f"{bound:.3f}",
                          f"{st['epoch_s'] / bound:.1f}", f"{st['compute_s']:.3f}",
-                         f"{st['comm_s']:.3f}", f"{st['codec_s']:.3f}", f"{st['bytes'] / 1e6:.1f}"])
+                         f"{st['comm_s']:.3f}", f"{st['codec_s']:.3f}", f"{st['bytes'] / 1e6:.1f}"]
+                        + ([" ".join(f"{x['epoch_s']:.3f}" for x in runs[(model, ranks)])]
+                           if repeats > 1 else []))
         if model in ("gcn", "sage"):
             out = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "launch", "bench_torch_baseline.py"),
                                   "--data", e.dataset("default"), "--model", model, "--epochs",
@@ -409,11 +430,12 @@ def scaling(e, a):
             results.append(dict(t, model=model))
             ours = next(r for r in results if r.get("model") == model and r.get("ranks") == 1)
             rows.append([f"{model} (PyTorch {t['torch']}, {t['threads']} threads)", 1,
-                         f"{t['epoch_s_mean']:.3f}", "", "", "", "", "", "0"])
+                         f"{t['epoch_s_mean']:.3f}", "", "", "", "", "", "0"] + [""] * (repeats > 1))
             rows.append([f"{model}: PyTorch / halognn at 1 rank", "", f"{t['epoch_s_mean'] / ours['epoch_s']:.2f}x",
-                         "", "", "", "", "", ""])
+                         "", "", "", "", "", ""] + [""] * (repeats > 1))
     print(table(["model (3 x 256, default graph)", "ranks", "epoch s", "roofline bound s",
-                 "measured / bound", "compute s", "comm wait s", "codec s", "MB sent / epoch"], rows))
+                 "measured / bound", "compute s", "comm wait s", "codec s", "MB sent / epoch"]
+                + ([f"epoch s of each run ({repeats})"] if repeats > 1 else []), rows))
     return results
 
 
@@ -618,8 +640,10 @@ def main():
     p.add_argument("--baseline", default="", help="compare: the other build directory")
     p.add_argument("--configs", nargs="+", default=["sync fp32", "pipelined q1"],
                    help="compare: names from the sweep's configurations")
-    p.add_argument("--repeats", type=int, default=3,
-                   help="compare, overlap: runs per build or mode and configuration")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="compare, overlap: runs per build or mode and configuration (default 3); "
+                        "scaling: runs per model and rank count, the median run reported "
+                        "(default 1)")
     p.add_argument("--plot", default="")
     p.add_argument("--json", default="")
     p.add_argument("--reuse", action="store_true",
@@ -633,6 +657,13 @@ def main():
         p.error("--first-seed applies to the accuracy experiment only")
     if a.first_seed < 1 or a.seeds < 1:
         p.error("--first-seed and --seeds must be at least 1")
+    if a.repeats is not None:
+        if a.experiment not in ("compare", "overlap", "scaling"):
+            p.error("--repeats applies to the compare, overlap and scaling experiments only")
+        if a.repeats < 1:
+            p.error("--repeats must be at least 1")
+    elif a.experiment in ("compare", "overlap"):
+        a.repeats = 3
     run_experiment(globals()[a.experiment], a)
 
 
