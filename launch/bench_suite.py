@@ -430,7 +430,8 @@ def scaling(e, a):
             results.append(dict(t, model=model))
             ours = next(r for r in results if r.get("model") == model and r.get("ranks") == 1)
             rows.append([f"{model} (PyTorch {t['torch']}, {t['threads']} threads)", 1,
-                         f"{t['epoch_s_mean']:.3f}", "", "", "", "", "", "0"] + [""] * (repeats > 1))
+                         f"{t['epoch_s_mean']:.3f}", "", "", "", "", "", "0"]
+                        + [""] * (repeats > 1))
             rows.append([f"{model}: PyTorch / halognn at 1 rank", "", f"{t['epoch_s_mean'] / ours['epoch_s']:.2f}x",
                          "", "", "", "", "", ""] + [""] * (repeats > 1))
     print(table(["model (3 x 256, default graph)", "ranks", "epoch s", "roofline bound s",

@@ -44,7 +44,7 @@ float reduce_lanes(float* l) {
 constexpr std::int32_t kGatPrefetch = 32;
 
 /// The backward's pass over the transposed structure for one head (gat_backward_rows.inc):
-/// gz's head columns and the dot products d (indexed by a's entries) from one gather of gy.
+/// gz's head columns and the dot products (indexed by a's entries) from one gather of gy.
 struct GatTransposedArgs {
   CsrView at;
   const std::int32_t* t_to_a = nullptr;
@@ -56,7 +56,7 @@ struct GatTransposedArgs {
   float* gz = nullptr;
   std::int64_t ldgz = 0;
   std::int64_t f = 0;  // the head's width
-  float* d = nullptr;  // per entry of a
+  float* dot = nullptr;  // gy_v . z_u, per entry (v, u) of a
 };
 
 #define HALOGNN_ISA_BODY "core/kernels/reference/gat_dots.inc"
@@ -255,7 +255,7 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
   const std::int64_t a_entries = a.rows > 0 ? a.row_ptr[a.rows] : 0;
   // The transposed coefficients (a_t's order) and the dot products (a's order) of one head.
   float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries + a_entries));
-  float* d = coef + entries;
+  float* dot = coef + entries;
   const bool copied = detail::gathers_from_copy(a_t, f, gy.cols);
   for (std::int32_t h = 0; h < heads; ++h) {
 #pragma omp parallel for schedule(static)
@@ -278,7 +278,7 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
     t.gz = gz.data + h * f;
     t.ldgz = gz.cols;
     t.f = f;
-    t.d = d;
+    t.dot = dot;
 #pragma omp parallel if (n_t_chunks > 1)
     {
       std::vector<float> lanes;
@@ -286,7 +286,8 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
       for (std::int64_t c = 0; c < n_t_chunks; ++c)
         transposed_rows(t, t_chunks[c], t_chunks[c + 1], lanes);
     }
-    // Pass 2, per destination row: dL/dalpha = d_vu (gy_v . z_u), through the softmax
+    // Pass 2, per destination row: dL/dalpha = d_vu (gy_v . z_u) (the dot products times the
+    // dropout multipliers), through the softmax
     // (de = alpha (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and
     // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry.
 #pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
@@ -294,12 +295,12 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
       for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
         const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
         if (drop)
-          for (std::int32_t k = begin; k < end; ++k) d[k] *= drop[k * heads + h];
+          for (std::int32_t k = begin; k < end; ++k) dot[k] *= drop[k * heads + h];
         float weighted = 0.0f;
-        for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * d[k];
+        for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * dot[k];
         float row_sum = 0.0f;
         for (std::int32_t k = begin; k < end; ++k) {
-          const float de = alpha[k * heads + h] * (d[k] - weighted);
+          const float de = alpha[k * heads + h] * (dot[k] - weighted);
           const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
           const float dpre = pre > 0.0f ? de : negative_slope * de;
           edge_grad[k * heads + h] = dpre;
