@@ -169,6 +169,10 @@ class CounterRng {
     return static_cast<std::int32_t>(std::ceil(p * 16777216.0f));
   }
 
+  /// Inverted dropout's scale of a kept value, 1 / (1 - p) in float (0 for p = 1, where nothing
+  /// is kept). Every dropout kernel scales by this one value, so their kept values agree bitwise.
+  static float keep_scale(float p) { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+
   /// Uniform double in [0, 1) with 53 random bits (uses two words: 2j and 2j+1).
   GNN_HD double uniform_double(std::uint64_t item, std::uint64_t j) const {
     const std::uint64_t hi = word(item, 2 * j), lo = word(item, 2 * j + 1);

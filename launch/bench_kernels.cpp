@@ -732,6 +732,13 @@ int run(int argc, char** argv) {
     table.add("relu_backward (in place)", shape,
               best_seconds(reps, [&] { kernels::relu_backward(dev, x.view(), z.view(), z.view()); }),
               3 * e4, static_cast<double>(elems));
+    // The owned rows' dropout backward through the activated rows (docs/models.md): the same
+    // streams as relu_backward, and no mask drawn.
+    table.add("relu_dropout_backward (in place)", shape,
+              best_seconds(reps, [&] {
+                kernels::relu_dropout_backward(dev, 0.5f, x.view(), z.view(), z.view());
+              }),
+              3 * e4, 2.0 * static_cast<double>(elems));
     // GAT's activation: about 22 operations an element on the negative side (expm1's range
     // reduction, a degree-8 polynomial, the scaling), computed for every element.
     table.add("elu_forward", shape,

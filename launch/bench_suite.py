@@ -387,8 +387,8 @@ def epoch_stats(epochs, skip):
 
 def scaling(e, a):
     rows, results = [], []
-    if any(m in ("gcn", "sage") for m in a.models) and importlib.util.find_spec("torch") is None:
-        sys.exit("bench_suite: scaling runs the PyTorch baseline beside GCN and SAGE: install "
+    if any(m in ("gcn", "sage", "gat") for m in a.models) and importlib.util.find_spec("torch") is None:
+        sys.exit("bench_suite: scaling runs the PyTorch baseline beside GCN, SAGE and GAT: install "
                  "Debian's python3-torch (apt-get install python3-torch)")
     # The machine's limits, measured in this run, for the roofline bound of every epoch.
     limits = os.path.join(e.work, "limits.json")
@@ -421,7 +421,7 @@ def scaling(e, a):
                          f"{st['comm_s']:.3f}", f"{st['codec_s']:.3f}", f"{st['bytes'] / 1e6:.1f}"]
                         + ([" ".join(f"{x['epoch_s']:.3f}" for x in runs[(model, ranks)])]
                            if repeats > 1 else []))
-        if model in ("gcn", "sage"):
+        if model in ("gcn", "sage", "gat"):
             out = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "launch", "bench_torch_baseline.py"),
                                   "--data", e.dataset("default"), "--model", model, "--epochs",
                                   str(a.epochs - 1), "--warmup", "1"],

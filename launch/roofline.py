@@ -11,7 +11,8 @@ move and compute. A measured epoch can only come near it; `measured / bound` say
 
 The kernel sequence mirrors the layers (models/*_layer.cpp) and the trainer
 (training/trainer.cpp): dense layer-0 features (the default graph), dropout on every layer's
-input, ReLU between layers, the aggregate-or-transform order each layer picks (the narrower
+input (in place after ReLU, its backward through the activated rows), ReLU between layers, the
+aggregate-or-transform order each layer picks (the narrower
 SpMM), the exchange of the halo rows of layers >= 1 forward and of their gradients backward,
 Adam on every rank. docs/benchmarks.md "Epoch time and scaling" describes what is counted.
 
@@ -106,11 +107,16 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
             s.add(f"L{l} relu", 2 * F32 * n * w, n * w)
     classes = dims[-1][1]
     s.add("softmax_cross_entropy", 2 * F32 * n * classes + F32 * n, 5.0 * n * classes)
+    # After a ReLU (GCN, SAGE) dropout is applied in place and the owned rows' dropout backward
+    # reads the activated rows instead of drawing the mask (relu_dropout_backward); the ReLU's
+    # backward then runs only where peers' gradients were added (more than one rank). After ELU
+    # (GAT) both draw and run as before.
+    fused = dropout > 0 and model in ("gcn", "sage")
     for l in range(len(dims) - 1, -1, -1):
         fi, fo, h = dims[l]
         w = fo * h
         last = l == len(dims) - 1
-        if not last:
+        if not last and not (fused and ranks == 1):
             s.add(f"L{l} relu_backward", 3 * F32 * n * w, n * w)
         need_gx = l > 0
         if model == "gcn":
@@ -153,7 +159,12 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
             if need_gx:
                 s.gemm(f"L{l} gemm gz W^T", m, w, fi)
         if need_gx:
-            if dropout > 0:
+            if fused:
+                s.add(f"L{l} relu_dropout_backward", 3 * F32 * n * fi, n * fi)
+                if halo > 0:
+                    s.add(f"L{l} dropout_backward (halo rows)", 2 * F32 * halo * fi + 8.0 * halo,
+                          halo * fi)
+            elif dropout > 0:
                 s.add(f"L{l} dropout_backward", 2 * F32 * m * fi + 8.0 * m, m * fi)
             if ranks > 1:
                 # The owner reads the received gradients and adds them into its boundary rows.

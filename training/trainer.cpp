@@ -655,8 +655,17 @@ void Trainer::backward(std::int64_t epoch) {
       break;
     }
     const LocalRows gx = gradient_rows(l);
+    // The owned rows' dropout backward after a ReLU with dropout in place reads the activated
+    // rows instead of drawing the mask (relu_dropout_backward: y > 0 only where dropout kept the
+    // entry), and is then the ReLU's backward too; entries it zeroes where y <= 0 are zeroed again
+    // by the ReLU's backward after the peers' gradients are added. With no peer (one rank)
+    // nothing is added, and that second pass would change nothing: it is skipped.
+    const ConstDenseView activated = x_[static_cast<std::size_t>(l)].view().rows_range(0, n_own);
+    const bool fused = drop && !residual && dropout_in_place();
     auto drop_owned = [&] {
-      if (drop) dropout_part(epoch, l, false, true, gx.owned, gx.owned);
+      if (fused)
+        kernels::relu_dropout_backward(*dev_, input_dropout_, activated, gx.owned, gx.owned);
+      else if (drop) dropout_part(epoch, l, false, true, gx.owned, gx.owned);
     };
     auto drop_halo = [&] {
       if (drop) dropout_part(epoch, l, true, true, gx.halo, gx.halo);
@@ -680,8 +689,8 @@ void Trainer::backward(std::int64_t epoch) {
       policy_->backward(l, gx);
     }
     // Through the activation of layer l-1, whose output is the owned part of x_l.
-    if (!residual)
-      activation_backward(*dev_, activation_, x_[l].view().rows_range(0, n_own), gx.owned);
+    if (!residual && !(fused && transport_.size() == 1))
+      activation_backward(*dev_, activation_, activated, gx.owned);
     policy_->poll();
   }
 }

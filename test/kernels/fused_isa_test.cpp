@@ -298,6 +298,20 @@ std::vector<float> run_all_kernels() {
     kernels::elu_backward(cpu(), x.view(), g.view(), g.view());
     keep(g);
   }
+  // ReLU, its backward and its backward after dropout in place, on the same kind of values.
+  {
+    Matrix x = random_matrix(1, 1037, 45);
+    for (float& v : x.host()) v = v * 2.0f - 1.0f;
+    x.host()[0] = 0.0f;
+    x.host()[1] = -0.0f;
+    kernels::relu_forward(cpu(), x.view(), x.view());
+    keep(x);
+    Matrix g = random_matrix(1, 1037, 46);
+    kernels::relu_backward(cpu(), x.view(), g.view(), g.view());
+    keep(g);
+    kernels::relu_dropout_backward(cpu(), 0.3f, x.view(), g.view(), g.view());
+    keep(g);
+  }
   // SpMM widths: every vector group (8, 4, 2, 1 vectors of every width) and scalar tails.
   const test::HostCsr h = random_csr(300, 250, 20, true, 30);
   const CsrMatrix a = h.to_device();

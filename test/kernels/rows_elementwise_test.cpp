@@ -155,6 +155,53 @@ TEST(Relu, ForwardAndBackwardWorkInPlace) {
   }
 }
 
+TEST(Relu, DropoutBackwardThroughTheActivatedRowsIsBothBackwardsWithTheDrawnMask) {
+  // y: ReLU's output with dropout applied in place, as the trainer keeps a layer's input; the
+  // kernel reads y instead of drawing the mask. Received gradients r are added between it and
+  // the ReLU's backward (the trainer's order on P ranks): the results must equal the drawn
+  // mask's bit for bit, with r and without it (one rank, where the ReLU's backward is skipped).
+  const std::int64_t rows = 40, cols = 37;  // a scalar tail on every instruction set
+  std::vector<GlobalId> ids(rows);
+  for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = 1000 + 7 * i;
+  const RngKey key{5, RngPurpose::dropout, 2, 1};
+  for (const float p : {0.0f, 0.3f, 0.5f, 0.9f, 1.0f}) {
+    SCOPED_TRACE("p = " + std::to_string(p));
+    Matrix y = random_matrix(rows, cols, 50);
+    for (float& v : y.host()) v = v * 2.0f - 1.0f;
+    y.host()[0] = -0.0f;
+    kernels::relu_forward(cpu(), y.view(), y.view());
+    kernels::dropout_forward(cpu(), key, ids.data(), p, y.view(), y.view());
+    const Matrix g = random_matrix(rows, cols, 51), r = random_matrix(rows, cols, 52);
+
+    Matrix drawn = g.clone();  // dropout's backward with the drawn mask, then ReLU's
+    kernels::dropout_backward(cpu(), key, ids.data(), p, drawn.view(), drawn.view());
+    Matrix drawn_r = drawn.clone();
+    kernels::axpy(cpu(), 1.0f, r.view(), drawn_r.view());
+    kernels::relu_backward(cpu(), y.view(), drawn.view(), drawn.view());
+    kernels::relu_backward(cpu(), y.view(), drawn_r.view(), drawn_r.view());
+
+    Matrix fused = g.clone();
+    kernels::relu_dropout_backward(cpu(), p, y.view(), fused.view(), fused.view());
+    Matrix fused_r = fused.clone();
+    kernels::axpy(cpu(), 1.0f, r.view(), fused_r.view());
+    kernels::relu_backward(cpu(), y.view(), fused_r.view(), fused_r.view());
+
+    std::int64_t kept = 0;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(y.size()); ++i) {
+      kept += y.host()[i] > 0.0f;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(fused.host()[i]),
+                std::bit_cast<std::uint32_t>(drawn.host()[i])) << "element " << i;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(fused_r.host()[i]),
+                std::bit_cast<std::uint32_t>(drawn_r.host()[i])) << "element " << i;
+    }
+    // Some entries pass (except at p = 1) and some are masked, so both sides are exercised.
+    if (p < 1.0f) {
+      EXPECT_GT(kept, 0);
+    }
+    EXPECT_LT(kept, y.size());
+  }
+}
+
 TEST(Elu, ForwardIsEluAndBackwardIsItsDerivativeThroughTheOutput) {
   Matrix x = random_matrix(20, 7, 13);
   for (float& v : x.host()) v *= 4.0f;  // reach well into the saturating part

@@ -1,6 +1,7 @@
 """The epoch roofline model (launch/roofline.py) on hand-made partitions: a one-layer GCN on one
 rank kernel by kernel against the counts written out below, and on two ranks the terms only a
-distributed step has (halo exchanges of layers >= 1, the gradient all-reduce)."""
+distributed step has (halo exchanges of layers >= 1, the gradient all-reduce, the ReLU's backward
+after the owned rows' dropout backward)."""
 import json
 import os
 import sys
@@ -53,7 +54,17 @@ class Roofline(unittest.TestCase):
             _, one = roofline.epoch_bound(d, limits, "sage", 2, 16, dropout=0.5)
         self.assertFalse([n for n in one if "exchange" in n or "all-reduce" in n],
                          "one rank exchanges nothing")
-        self.assertNotIn("L0 dropout_backward", k, "layer 0 has no input gradient")
+        self.assertNotIn("L0 dropout_backward (halo rows)", k, "layer 0 has no input gradient")
+        self.assertNotIn("L0 relu_dropout_backward", k, "layer 0 has no input gradient")
+        # Layer 1's input after the ReLU, dropped out in place: the owned rows' dropout backward
+        # reads the activated rows (y, g; writes g), the halo rows' draws the mask (8 bytes of
+        # Philox state a row); the ReLU's backward still runs on two ranks, not on one.
+        self.assertEqual(k["L1 relu_dropout_backward"][0], 3 * 4 * 10 * 16)
+        self.assertEqual(k["L1 dropout_backward (halo rows)"][0], 2 * 4 * 8 * 16 + 8 * 8)
+        self.assertEqual(k["L0 relu_backward"][0], 3 * 4 * 10 * 16)
+        self.assertEqual(one["L1 relu_dropout_backward"][0], 3 * 4 * 10 * 16)
+        self.assertNotIn("L1 dropout_backward (halo rows)", one, "one rank has no halo rows")
+        self.assertNotIn("L0 relu_backward", one, "one rank adds nothing after the fused pass")
         params = 2 * 8 * 16 + 16 + 2 * 16 * 2 + 2
         self.assertEqual(k["all-reduce of the gradients"][0], 2 * 4 * params * 2 * 0.5 * 2)
         self.assertEqual(k["adam_step"][0], 2 * 28 * params)

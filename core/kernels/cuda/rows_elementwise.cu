@@ -161,6 +161,19 @@ void relu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
                    [=] __device__(std::int64_t i) { d[i] = yy[i] > 0.0f ? g[i] : 0.0f; });
 }
 
+void relu_dropout_backward(float p, ConstDenseView y, ConstDenseView gy, DenseView gx) {
+  GNN_ASSERT(y.rows == gy.rows && y.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
+             "relu_dropout_backward: shapes differ");
+  GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
+  const float keep_scale = CounterRng::keep_scale(p);
+  const float* yy = y.data;
+  const float* g = gy.data;
+  float* d = gx.data;
+  detail::for_each(detail::current_context(), y.rows * y.cols, [=] __device__(std::int64_t i) {
+    d[i] = yy[i] > 0.0f ? __fmul_rn(g[i], keep_scale) : 0.0f;
+  });
+}
+
 void elu_forward(ConstDenseView x, DenseView y) {
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "elu_forward: shapes differ");
   const float* s = x.data;
@@ -194,7 +207,7 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
     if (x.data != y.data) copy(x, y);
     return;
   }
-  const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float keep_scale = CounterRng::keep_scale(p);
   const CounterRng rng(key);
   const std::int64_t f = x.cols, groups = (f + 3) / 4;
   const float* s = x.data;
@@ -227,7 +240,7 @@ void dropout_backward(const RngKey& key, const GlobalId* row_ids, float p, Const
 void dropout_csr(const RngKey& key, const GlobalId* row_ids, float p, CsrView x, float* out_val) {
   GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
   if (x.nnz == 0) return;
-  const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float keep_scale = CounterRng::keep_scale(p);
   const CounterRng rng(key);
   const std::int32_t* row_ptr = x.row_ptr;
   const LocalId* col = x.col;

@@ -93,7 +93,7 @@ std::int64_t row_entries(const CompactView& x, const NonZeroSlots& nz, std::int6
     t += n;
   }
   if (x.drop_p == 0.0f || t == 0) return t;
-  const float p = x.drop_p, keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float p = x.drop_p, keep_scale = CounterRng::keep_scale(p);
   CounterRng(x.drop_key).words_at(static_cast<std::uint64_t>(x.row_ids[i]), col, t, words);
   // Kept iff uniform(row id, column) >= p, tested as dropout_forward does, in integers
   // (CounterRng::keep_threshold). The kept entries are moved to the front without a branch (a

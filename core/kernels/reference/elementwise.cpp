@@ -12,18 +12,6 @@
 #include "core/kernels/reference/simd.hpp"
 
 namespace halognn::kernels::reference {
-namespace {
-
-/// c ? a : b as bit operations: GCC keeps a floating-point ?: as a branch (a comparison may trap),
-/// which stops the vectoriser; a mask from the comparison's 0 or 1 does not.
-inline float select(bool c, float a, float b) {
-  const std::uint32_t m = 0u - static_cast<std::uint32_t>(c);
-  return std::bit_cast<float>((std::bit_cast<std::uint32_t>(a) & m) |
-                              (std::bit_cast<std::uint32_t>(b) & ~m));
-}
-
-}  // namespace
-
 void fill(DenseView y, float value) {
   const std::int64_t n = y.rows * y.cols;
   float* __restrict d = y.data;
@@ -97,39 +85,53 @@ void column_sum(ConstDenseView x, float beta, float* out) {
   }
 }
 
+namespace {
+
+#define HALOGNN_ISA_BODY "core/kernels/reference/activation_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
+
+/// d = g * scale where y > 0, else +0 (relu_backward_rows of the running instruction set).
+void relu_backward_scaled(const float* y, const float* g, float scale, float* d, std::int64_t n) {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::relu_backward_rows(y, g, scale, d, n);
+    case CpuIsa::avx2: return isa_avx2::relu_backward_rows(y, g, scale, d, n);
+    case CpuIsa::sse2: break;
+  }
+  isa_sse2::relu_backward_rows(y, g, scale, d, n);
+}
+
+}  // namespace
+
 void relu_forward(ConstDenseView x, DenseView y) {
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "relu_forward: shapes differ");
   const std::int64_t n = x.rows * x.cols;
-  const float* s = x.data;  // may alias y
-  float* d = y.data;
-  // std::max's value (s < 0 ? 0 : s, NaN and -0 kept) written as a select: GCC turned the
-  // reference std::max returns into a branch per element, which the signs of activations
-  // mispredict half the time (docs/benchmarks.md, "SpMM gathering from a copy of each feature
-  // block, GAT per head, ELU without libm").
-#pragma omp parallel for simd schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) d[i] = s[i] < 0.0f ? 0.0f : s[i];
+  // x may alias y. std::max's value (s < 0 ? 0 : s, NaN and -0 kept) written as a select: GCC
+  // turned the reference std::max returns into a branch per element, which the signs of
+  // activations mispredict half the time (docs/benchmarks.md, "SpMM gathering from a copy of
+  // each feature block, GAT per head, ELU without libm").
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::relu_rows(x.data, y.data, n);
+    case CpuIsa::avx2: return isa_avx2::relu_rows(x.data, y.data, n);
+    case CpuIsa::sse2: break;
+  }
+  isa_sse2::relu_rows(x.data, y.data, n);
 }
 
 void relu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
   GNN_ASSERT(y.rows == gy.rows && y.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
              "relu_backward: shapes differ");
-  const std::int64_t n = y.rows * y.cols;
-  const float* yy = y.data;
-  const float* g = gy.data;  // may alias gx
-  float* d = gx.data;
   // Without a branch (the signs of y are data, a branch on them mispredicts): a masked element
-  // is +0.
-#pragma omp parallel for simd schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) d[i] = select(yy[i] > 0.0f, g[i], 0.0f);
+  // is +0. gy may alias gx.
+  relu_backward_scaled(y.data, gy.data, 1.0f, gx.data, y.rows * y.cols);
 }
 
-namespace {
-
-#define HALOGNN_ISA_BODY "core/kernels/reference/elu_rows.inc"
-#include "core/kernels/reference/per_isa.inc"
-#undef HALOGNN_ISA_BODY
-
-}  // namespace
+void relu_dropout_backward(float p, ConstDenseView y, ConstDenseView gy, DenseView gx) {
+  GNN_ASSERT(y.rows == gy.rows && y.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
+             "relu_dropout_backward: shapes differ");
+  GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
+  relu_backward_scaled(y.data, gy.data, CounterRng::keep_scale(p), gx.data, y.rows * y.cols);
+}
 
 void elu_forward(ConstDenseView x, DenseView y) {
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "elu_forward: shapes differ");
@@ -167,7 +169,7 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
     if (x.data != y.data) copy(x, y);
     return;
   }
-  const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float keep_scale = CounterRng::keep_scale(p);
   // Kept iff uniform >= p: in integers, (w >> 8) >= CounterRng::keep_threshold(p).
   const std::int32_t threshold = CounterRng::keep_threshold(p);
   const CounterRng rng(key);
@@ -220,7 +222,7 @@ void dropout_backward(const RngKey& key, const GlobalId* row_ids, float p, Const
 
 void dropout_csr(const RngKey& key, const GlobalId* row_ids, float p, CsrView x, float* out_val) {
   GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
-  const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+  const float keep_scale = CounterRng::keep_scale(p);
   const CounterRng rng(key);
   // Rows have very different lengths (bag-of-words documents): dynamic chunks.
 #pragma omp parallel for schedule(dynamic, 64)
