@@ -70,6 +70,12 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
     params = 0
     # GCN and GAT aggregate over A + I, SAGE over A (its self term is a separate product).
     e = edges + (n if model in ("gcn", "gat") else 0)
+    # After a ReLU (GCN, SAGE) dropout is applied in place. On one rank the next layer's dropout
+    # pass applies the ReLU too (relu_dropout_forward: no ReLU pass). Backward, the owned rows'
+    # dropout reads the activated rows instead of drawing the mask (relu_dropout_backward), and
+    # the ReLU's backward runs only where peers' gradients were added (more than one rank). After
+    # ELU (GAT) every pass runs and draws as written.
+    fused = dropout > 0 and model in ("gcn", "sage")
     for l, (fi, fo, h) in enumerate(dims):
         last = l == len(dims) - 1
         w = fo * h
@@ -77,7 +83,9 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
             # The owner reads its boundary rows, the receiver writes its halo rows.
             s.add(f"L{l} exchange forward", F32 * fi * (sent + halo))
         if dropout > 0:
-            s.add(f"L{l} dropout", 2 * F32 * m * fi + 8.0 * m, m * fi)
+            relu_here = l > 0 and fused and ranks == 1
+            s.add(f"L{l} dropout" + (" (with the ReLU)" if relu_here else ""),
+                  2 * F32 * m * fi + 8.0 * m, m * fi * (2 if relu_here else 1))
         if model == "gcn":
             params += fi * fo + fo
             if fi <= fo:
@@ -103,15 +111,10 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
             s.add(f"L{l} gat_aggregate", F32 * (n + 1) + F32 * e + F32 * (m + n) * w
                   + F32 * (n + m) * h + F32 * e * h, 2.0 * e * w + 6.0 * e * h)
             s.add(f"L{l} bias", 2 * F32 * n * fo + F32 * fo, n * fo)
-        if not last:
+        if not last and not (fused and ranks == 1):
             s.add(f"L{l} relu", 2 * F32 * n * w, n * w)
     classes = dims[-1][1]
     s.add("softmax_cross_entropy", 2 * F32 * n * classes + F32 * n, 5.0 * n * classes)
-    # After a ReLU (GCN, SAGE) dropout is applied in place and the owned rows' dropout backward
-    # reads the activated rows instead of drawing the mask (relu_dropout_backward); the ReLU's
-    # backward then runs only where peers' gradients were added (more than one rank). After ELU
-    # (GAT) both draw and run as before.
-    fused = dropout > 0 and model in ("gcn", "sage")
     for l in range(len(dims) - 1, -1, -1):
         fi, fo, h = dims[l]
         w = fo * h

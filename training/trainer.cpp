@@ -518,11 +518,12 @@ DenseView whole(const LocalRows& r) {
 }  // namespace
 
 void Trainer::dropout_part(std::int64_t epoch, int l, bool halo, bool backward, ConstDenseView src,
-                           DenseView dst) {
+                           DenseView dst, bool relu) {
   const RngKey key{cfg_.seed, RngPurpose::dropout, static_cast<std::uint64_t>(epoch),
                    static_cast<std::uint64_t>(l)};
   const GlobalId* ids = graph_.global_ids.data() + (halo ? part_.num_owned : 0);
   if (backward) kernels::dropout_backward(*dev_, key, ids, input_dropout_, src, dst);
+  else if (relu) kernels::relu_dropout_forward(*dev_, key, ids, input_dropout_, src, dst);
   else kernels::dropout_forward(*dev_, key, ids, input_dropout_, src, dst);
 }
 
@@ -550,6 +551,11 @@ void Trainer::forward(std::int64_t epoch, bool training) {
   const LocalId n_own = part_.num_owned;
   const bool residual = cfg_.architecture == Architecture::residual;
   const bool drop = training && input_dropout_ > 0;
+  // A ReLU followed by dropout in place on one rank: the next layer's dropout pass applies the
+  // ReLU too (relu_dropout_forward, the same bits), one pass over the rows instead of two. With
+  // peers the exchange must send the activated, undropped rows, so the ReLU runs on its own.
+  const bool relu_in_dropout =
+      drop && !residual && dropout_in_place() && transport_.size() == 1;
   for (int l = 0; l < cfg_.layers; ++l) {
     ForwardContext ctx{training, cfg_.seed, epoch, l};
     const bool last = l + 1 == cfg_.layers;
@@ -599,10 +605,10 @@ void Trainer::forward(std::int64_t epoch, bool training) {
       // with overlap the owned rows now, the halo rows once they have arrived.
       const LocalRows in = !drop ? x : dropout_in_place() ? x : dropout_rows(l);
       auto drop_owned = [&] {
-        if (drop) dropout_part(epoch, l, false, false, x.owned, in.owned);
+        if (drop) dropout_part(epoch, l, false, false, x.owned, in.owned, relu_in_dropout);
       };
       auto drop_halo = [&] {
-        if (drop) dropout_part(epoch, l, true, false, x.halo, in.halo);
+        if (drop) dropout_part(epoch, l, true, false, x.halo, in.halo, false);
       };
       if (split) {
         const auto t_post = Clock::now();
@@ -619,7 +625,7 @@ void Trainer::forward(std::int64_t epoch, bool training) {
         layer_forward(l, in, y, ctx);
       }
     }
-    if (!last && !residual) activation_forward(*dev_, activation_, y);
+    if (!last && !residual && !relu_in_dropout) activation_forward(*dev_, activation_, y);
     policy_->poll();
   }
 }
@@ -665,10 +671,10 @@ void Trainer::backward(std::int64_t epoch) {
     auto drop_owned = [&] {
       if (fused)
         kernels::relu_dropout_backward(*dev_, input_dropout_, activated, gx.owned, gx.owned);
-      else if (drop) dropout_part(epoch, l, false, true, gx.owned, gx.owned);
+      else if (drop) dropout_part(epoch, l, false, true, gx.owned, gx.owned, false);
     };
     auto drop_halo = [&] {
-      if (drop) dropout_part(epoch, l, true, true, gx.halo, gx.halo);
+      if (drop) dropout_part(epoch, l, true, true, gx.halo, gx.halo, false);
     };
     if (overlap_layer(l, true)) {
       // Overlap: the halo rows' gradients first, sent while the owned rows' are computed; the

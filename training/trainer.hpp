@@ -150,9 +150,10 @@ class Trainer {
   LocalRows dropout_rows(int l);
   LocalRows gradient_rows(int l);
   /// Layer l's dropout of epoch `epoch` on its owned rows or (halo) its halo rows: forward from
-  /// src into dst, or backward on a gradient (src and dst the same rows).
+  /// src into dst (with `relu`, of ReLU(src): relu_dropout_forward), or backward on a gradient
+  /// (src and dst the same rows).
   void dropout_part(std::int64_t epoch, int l, bool halo, bool backward, ConstDenseView src,
-                    DenseView dst);
+                    DenseView dst, bool relu);
   /// Layer l's forward / backward with its rows as two views (split layers), or whole.
   void layer_forward(int l, LocalRows in, DenseView y, const ForwardContext& ctx);
   void layer_backward(int l, ConstDenseView gy, LocalRows gx);

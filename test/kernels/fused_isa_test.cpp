@@ -312,6 +312,20 @@ std::vector<float> run_all_kernels() {
     kernels::relu_dropout_backward(cpu(), 0.3f, x.view(), g.view(), g.view());
     keep(g);
   }
+  // Dropout's mask applied per instruction set, with and without the ReLU in its pass, on rows
+  // drawn one at a time (100 columns) and in batches (37 columns).
+  for (const std::int64_t f : {37, 100}) {
+    std::vector<GlobalId> ids(31);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<GlobalId>(3 * i + 1);
+    const RngKey key{3, RngPurpose::dropout, 1, 2};
+    Matrix x = random_matrix(31, f, 47);
+    for (float& v : x.host()) v = v * 2.0f - 1.0f;
+    Matrix y(31, f);
+    kernels::dropout_forward(cpu(), key, ids.data(), 0.4f, x.view(), y.view());
+    keep(y);
+    kernels::relu_dropout_forward(cpu(), key, ids.data(), 0.4f, x.view(), x.view());
+    keep(x);
+  }
   // SpMM widths: every vector group (8, 4, 2, 1 vectors of every width) and scalar tails.
   const test::HostCsr h = random_csr(300, 250, 20, true, 30);
   const CsrMatrix a = h.to_device();

@@ -202,6 +202,36 @@ TEST(Relu, DropoutBackwardThroughTheActivatedRowsIsBothBackwardsWithTheDrawnMask
   }
 }
 
+TEST(Relu, DropoutForwardWithTheReluIsBothPassesBitForBit) {
+  // relu_dropout_forward (in place, as the trainer calls it on one rank) against relu_forward
+  // then dropout_forward; rows drawn in batches (16, 37 columns) and one at a time (100).
+  const RngKey key{9, RngPurpose::dropout, 4, 2};
+  for (const std::int64_t cols : {16, 37, 100}) {
+    const std::int64_t rows = 45;
+    std::vector<GlobalId> ids(rows);
+    for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = 50 + 3 * i;
+    for (const float p : {0.0f, 0.3f, 0.5f, 1.0f}) {
+      SCOPED_TRACE("cols = " + std::to_string(cols) + ", p = " + std::to_string(p));
+      Matrix x = random_matrix(rows, cols, 60);
+      for (float& v : x.host()) v = v * 2.0f - 1.0f;
+      x.host()[0] = -0.0f;
+      Matrix two = x.clone();
+      kernels::relu_forward(cpu(), two.view(), two.view());
+      kernels::dropout_forward(cpu(), key, ids.data(), p, two.view(), two.view());
+      kernels::relu_dropout_forward(cpu(), key, ids.data(), p, x.view(), x.view());
+      std::int64_t kept = 0;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(x.size()); ++i) {
+        kept += x.host()[i] > 0.0f;
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(x.host()[i]),
+                  std::bit_cast<std::uint32_t>(two.host()[i])) << "element " << i;
+      }
+      if (p < 1.0f) {
+        EXPECT_GT(kept, 0);
+      }
+    }
+  }
+}
+
 TEST(Elu, ForwardIsEluAndBackwardIsItsDerivativeThroughTheOutput) {
   Matrix x = random_matrix(20, 7, 13);
   for (float& v : x.host()) v *= 4.0f;  // reach well into the saturating part

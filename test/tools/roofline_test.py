@@ -65,6 +65,12 @@ class Roofline(unittest.TestCase):
         self.assertEqual(one["L1 relu_dropout_backward"][0], 3 * 4 * 10 * 16)
         self.assertNotIn("L1 dropout_backward (halo rows)", one, "one rank has no halo rows")
         self.assertNotIn("L0 relu_backward", one, "one rank adds nothing after the fused pass")
+        # Forward: on one rank layer 1's dropout pass applies layer 0's ReLU (no ReLU pass); on
+        # two the exchange sends the activated rows, so the ReLU runs on its own.
+        self.assertEqual(one["L1 dropout (with the ReLU)"], [2 * 4 * 10 * 16 + 8 * 10, 2 * 10 * 16])
+        self.assertNotIn("L0 relu", one)
+        self.assertEqual(k["L0 relu"][0], 2 * 4 * 10 * 16)
+        self.assertEqual(k["L1 dropout"][0], 2 * 4 * 18 * 16 + 8 * 18)
         params = 2 * 8 * 16 + 16 + 2 * 16 * 2 + 2
         self.assertEqual(k["all-reduce of the gradients"][0], 2 * 4 * params * 2 * 0.5 * 2)
         self.assertEqual(k["adam_step"][0], 2 * 28 * params)

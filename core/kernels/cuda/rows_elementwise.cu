@@ -198,13 +198,15 @@ namespace {
 /// The reference's dropout rule element by element: one thread per group of four columns (one
 /// Philox block), u = the 24-bit uniform of (row id, column), kept iff u >= p, scaled by
 /// 1/(1-p) computed on the host exactly as the reference does. Every step is exact or a single
-/// IEEE multiply, so the GPU mask and values equal the CPU's bit for bit.
+/// IEEE multiply, so the GPU mask and values equal the CPU's bit for bit. With `relu`, each
+/// value is taken through ReLU first (relu_dropout_forward).
 void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
-                   DenseView y) {
+                   DenseView y, bool relu) {
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "dropout: shapes differ");
   GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
   if (p == 0.0f) {
-    if (x.data != y.data) copy(x, y);
+    if (relu) relu_forward(x, y);
+    else if (x.data != y.data) copy(x, y);
     return;
   }
   const float keep_scale = CounterRng::keep_scale(p);
@@ -220,7 +222,8 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
       const std::int64_t j = g * 4 + t;
       if (j >= f) break;
       const float u = static_cast<float>(w[t] >> 8) * (1.0f / 16777216.0f);
-      d[i * f + j] = u >= p ? __fmul_rn(s[i * f + j], keep_scale) : 0.0f;
+      const float v = relu ? fmaxf(s[i * f + j], 0.0f) : s[i * f + j];  // as relu_forward
+      d[i * f + j] = u >= p ? __fmul_rn(v, keep_scale) : 0.0f;
     }
   });
 }
@@ -229,12 +232,17 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
 
 void dropout_forward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
                      DenseView y) {
-  apply_dropout(key, row_ids, p, x, y);
+  apply_dropout(key, row_ids, p, x, y, false);
 }
 
 void dropout_backward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView gy,
                       DenseView gx) {
-  apply_dropout(key, row_ids, p, gy, gx);
+  apply_dropout(key, row_ids, p, gy, gx, false);
+}
+
+void relu_dropout_forward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
+                          DenseView y) {
+  apply_dropout(key, row_ids, p, x, y, true);
 }
 
 void dropout_csr(const RngKey& key, const GlobalId* row_ids, float p, CsrView x, float* out_val) {

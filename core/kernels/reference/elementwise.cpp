@@ -87,7 +87,7 @@ void column_sum(ConstDenseView x, float beta, float* out) {
 
 namespace {
 
-#define HALOGNN_ISA_BODY "core/kernels/reference/activation_rows.inc"
+#define HALOGNN_ISA_BODY "core/kernels/reference/elementwise_rows.inc"
 #include "core/kernels/reference/per_isa.inc"
 #undef HALOGNN_ISA_BODY
 
@@ -158,27 +158,44 @@ void elu_backward(ConstDenseView y, ConstDenseView gy, DenseView gx) {
 
 namespace {
 
-/// y = x * mask / (1 - p), the mask drawn per (row id, column). One Philox block yields the words
-/// for four consecutive columns, exactly what CounterRng::uniform would return one at a time.
+using DropoutRow = void (*)(const float*, const std::uint32_t*, std::int32_t, float, float*,
+                           std::int64_t);
+
+/// dropout_row<Relu> of the running instruction set.
+template <bool Relu>
+DropoutRow dropout_row_for_isa() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return &isa_avx512::dropout_row<Relu>;
+    case CpuIsa::avx2: return &isa_avx2::dropout_row<Relu>;
+    case CpuIsa::sse2: break;
+  }
+  return &isa_sse2::dropout_row<Relu>;
+}
+
+/// y = x * mask / (1 - p) (with Relu: y = max(x, 0) * mask / (1 - p)), the mask drawn per
+/// (row id, column). One Philox block yields the words for four consecutive columns, exactly what
+/// CounterRng::uniform would return one at a time.
+template <bool Relu>
 void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
                    DenseView y) {
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "dropout: shapes differ");
   GNN_CHECK_CONFIG(p >= 0.0f && p <= 1.0f, "dropout probability must be in [0, 1], got ", p);
   const std::int64_t f = x.cols;
   if (p == 0.0f) {
-    if (x.data != y.data) copy(x, y);
+    if (Relu) relu_forward(x, y);
+    else if (x.data != y.data) copy(x, y);
     return;
   }
   const float keep_scale = CounterRng::keep_scale(p);
   // Kept iff uniform >= p: in integers, (w >> 8) >= CounterRng::keep_threshold(p).
   const std::int32_t threshold = CounterRng::keep_threshold(p);
   const CounterRng rng(key);
+  const DropoutRow row = dropout_row_for_isa<Relu>();
   // A row's words are drawn block-parallel into a per-thread buffer (CounterRng::blocks
   // vectorises across blocks; one block at a time does not), then the mask is applied in a
-  // second pass without branches (a branch on a random mask mispredicts every other element):
-  // the product's bits AND all-ones or zero, so a dropped element is +0 as before.
-  // Rows of at most 64 columns (fewer Philox blocks than a vector has lanes) draw the words of a
-  // batch of rows at once (CounterRng::item_blocks: the same words, every lane busy).
+  // second pass (dropout_row, per instruction set). Rows of at most 64 columns (fewer Philox
+  // blocks than a vector has lanes) draw the words of a batch of rows at once
+  // (CounterRng::item_blocks: the same words, every lane busy).
   const std::int64_t row_blocks = (f + 3) / 4;
   const std::int64_t batch_rows =
       f > 0 && f <= CounterRng::kItemRowMaxCols ? CounterRng::kItemBatchWords / (4 * row_blocks) : 1;
@@ -193,17 +210,8 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
         rng.blocks(static_cast<std::uint64_t>(row_ids[i0]), 0, row_blocks, words.data());
       else
         rng.item_blocks(row_ids + i0, i1 - i0, row_blocks, words.data());
-      for (std::int64_t i = i0; i < i1; ++i) {
-        const std::uint32_t* w = words.data() + (i - i0) * 4 * row_blocks;
-        const float* s = x.row(i);  // may alias d (in place): element j is read, then written
-        float* d = y.row(i);
-#pragma omp simd
-        for (std::int64_t j = 0; j < f; ++j) {
-          const std::uint32_t keep =
-              0u - static_cast<std::uint32_t>(static_cast<std::int32_t>(w[j] >> 8) >= threshold);
-          d[j] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(s[j] * keep_scale) & keep);
-        }
-      }
+      for (std::int64_t i = i0; i < i1; ++i)  // x may alias y (in place)
+        row(x.row(i), words.data() + (i - i0) * 4 * row_blocks, threshold, keep_scale, y.row(i), f);
     }
   }
 }
@@ -212,12 +220,17 @@ void apply_dropout(const RngKey& key, const GlobalId* row_ids, float p, ConstDen
 
 void dropout_forward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
                      DenseView y) {
-  apply_dropout(key, row_ids, p, x, y);
+  apply_dropout<false>(key, row_ids, p, x, y);
 }
 
 void dropout_backward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView gy,
                       DenseView gx) {
-  apply_dropout(key, row_ids, p, gy, gx);
+  apply_dropout<false>(key, row_ids, p, gy, gx);
+}
+
+void relu_dropout_forward(const RngKey& key, const GlobalId* row_ids, float p, ConstDenseView x,
+                          DenseView y) {
+  apply_dropout<true>(key, row_ids, p, x, y);
 }
 
 void dropout_csr(const RngKey& key, const GlobalId* row_ids, float p, CsrView x, float* out_val) {
