@@ -122,11 +122,13 @@ __global__ void pack_kernel(const float* rows, std::int64_t n, std::int64_t cols
       }
       std::uint32_t q = 0;
       if (g.scale != 0.0f) {
-        if ((j >> 2) != cached_block) {
-          rng.block(static_cast<std::uint64_t>(ids[r]), static_cast<std::uint64_t>(j) >> 2, w);
-          cached_block = j >> 2;
+        if ((j >> 3) != cached_block) {  // a block serves 8 columns, 16 bits each
+          rng.block(static_cast<std::uint64_t>(ids[r]), static_cast<std::uint64_t>(j) >> 3, w);
+          cached_block = j >> 3;
         }
-        q = quant::quantize_value(rows[k0 + t], g, levels, quant::word_to_uniform(w[j & 3]));
+        const std::uint32_t bits16 = quant::word_half(w[(j >> 1) & 3], static_cast<std::uint64_t>(j));
+        const float x = quant::grid_position(rows[k0 + t], g, quant::grid_inverse(g));
+        q = kBits == 1 ? quant::quantize_at_1(x, bits16) : quant::quantize_at(x, static_cast<float>(levels), bits16);
       }
       acc |= q << (t * kBits);
       ++j;

@@ -4,6 +4,7 @@
 //   payload:  the rows*cols b-bit integers in row-major order, packed LSB-first into bytes
 //             (element k occupies bits [k*b, k*b + b) of the payload), padding bits zero.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <sstream>

@@ -92,52 +92,48 @@ GNN_HD GridStatus make_grid(float lo, float hi, std::uint32_t levels, MetaFormat
   return GridStatus::ok;
 }
 
-/// Stochastic rounding of one value onto the grid. With x = (h - lo) / scale (float32 subtraction,
-/// then float32 division), f = floor(x) and frac = x - f (exact in float32):
-///   q = f + (u < frac ? 1 : 0), clamped to [0, B],
+/// The reciprocal of a row's scale (scale != 0), rounded to nearest float32, or 0 where it is not
+/// finite (scales below about 2^-128); then elements divide by the scale instead (grid_position).
+GNN_HD float grid_inverse(RowGrid g) {
+#if defined(__CUDA_ARCH__)
+  const float inv = __frcp_rn(g.scale);
+#else
+  const float inv = 1.0f / g.scale;
+#endif
+  return f16::is_finite(inv) ? inv : 0.0f;
+}
+
+/// An element's position on the grid, x = (h - lo) * inv with inv = grid_inverse(g) (a float32
+/// subtraction, then a float32 multiplication), or (h - lo) / scale (a division) where inv is 0.
+GNN_HD float grid_position(float h, RowGrid g, float inv) {
+#if defined(__CUDA_ARCH__)
+  const float diff = __fsub_rn(h, g.lo);
+  return inv != 0.0f ? __fmul_rn(diff, inv) : __fdiv_rn(diff, g.scale);
+#else
+  const float diff = h - g.lo;
+  return inv != 0.0f ? diff * inv : diff / g.scale;
+#endif
+}
+
+/// The 16 random bits of column j of a row: half j & 1 of the row's word j >> 1, the low half for
+/// even j (word j >> 1 is word (j >> 1) & 3 of block(row_id, j >> 3)). Two columns share a word,
+/// so a row of D values takes D / 8 Philox blocks.
+GNN_HD std::uint32_t word_half(std::uint32_t w, std::uint64_t j) {
+  return (w >> (16 * static_cast<unsigned>(j & 1))) & 0xFFFFu;
+}
+
+/// The uniform draw of 16 random bits r: r * 2^-16, exact in float32.
+GNN_HD float half_to_uniform(std::uint32_t r) { return static_cast<float>(r) * (1.0f / 65536.0f); }
+
+/// Stochastic rounding of an element at grid position x (grid_position) with the 16 random bits
+/// r: with xc = x clamped into [0, B], f = floor(xc) and frac = xc - f (exact in float32),
+///   q = f + (u < frac ? 1 : 0), u = half_to_uniform(r),
 /// which is floor(x + u) in exact arithmetic. The comparison form avoids rounding x + u, which
-/// would round up to the next integer for u within half an ulp of 1 and bias q upward.
-/// `u` is CounterRng::uniform's value for this element. scale == 0 (a constant row) gives 0.
-GNN_HD std::uint32_t quantize_value(float h, RowGrid g, std::uint32_t levels, float u) {
-  if (g.scale == 0.0f) return 0;
-#if defined(__CUDA_ARCH__)
-  const float x = __fdiv_rn(__fsub_rn(h, g.lo), g.scale);
-#else
-  const float diff = h - g.lo;
-  const float x = diff / g.scale;
-#endif
-  // x >= 0 because h >= lo; x <= B up to rounding. For 0 < x < B the truncating conversion is
-  // floor(x) and x - f is exact, so this is the rule above without a floorf call.
-  if (!(x > 0.0f)) return 0;
-  if (x >= static_cast<float>(levels)) return levels;
-  const std::uint32_t f = static_cast<std::uint32_t>(x);
-#if defined(__CUDA_ARCH__)
-  const float frac = __fsub_rn(x, static_cast<float>(f));
-#else
-  const float frac = x - static_cast<float>(f);
-#endif
-  return f + (u < frac ? 1u : 0u);  // f <= B - 1 here, so q <= B
-}
-
-/// The uniform draw CounterRng::uniform returns, from one of the four words of a Philox block
-/// (block(row_id, j >> 2)[j & 3] is word(row_id, j)).
-GNN_HD float word_to_uniform(std::uint32_t w) {
-  return static_cast<float>(w >> 8) * (1.0f / 16777216.0f);
-}
-
-/// quantize_value(h, g, levels, word_to_uniform(w)) for a row with g.scale != 0, written without
-/// branches so that a compiler can evaluate many elements at once (SIMD). `levels_f` is levels as
-/// a float (exact). Clamping x into [0, B] before truncating gives the same q as the branches of
-/// quantize_value: x <= 0 or NaN clamps to 0, which truncates to f = 0 with frac = 0 (q = 0);
-/// x >= B clamps to B, which gives f = B with frac = 0 (q = B); 0 < x < B is unchanged.
-/// The same single IEEE operations, in the same order; only the control flow differs.
-GNN_HD std::uint32_t quantize_word(float h, RowGrid g, float levels_f, std::uint32_t w) {
-#if defined(__CUDA_ARCH__)
-  const float x = __fdiv_rn(__fsub_rn(h, g.lo), g.scale);
-#else
-  const float diff = h - g.lo;
-  const float x = diff / g.scale;
-#endif
+/// would round up to the next integer for u near 1 and bias q upward. Clamping replaces the
+/// branches for x <= 0 (q = 0) and x >= B (q = B); the clamp only absorbs an ulp-level rounding
+/// of x, since lo <= h <= lo + B * scale. Written without branches so that a compiler can
+/// evaluate many elements at once (SIMD); `levels_f` is B as a float (exact).
+GNN_HD std::uint32_t quantize_at(float x, float levels_f, std::uint32_t r) {
   float xc = x > 0.0f ? x : 0.0f;
   xc = xc < levels_f ? xc : levels_f;
   // xc in [0, B] with B <= 255, so the signed conversion is exact truncation (and vectorises).
@@ -147,9 +143,12 @@ GNN_HD std::uint32_t quantize_word(float h, RowGrid g, float levels_f, std::uint
 #else
   const float frac = xc - static_cast<float>(f);
 #endif
-  const float u = word_to_uniform(w);
-  return static_cast<std::uint32_t>(f + (u < frac ? 1 : 0));
+  return static_cast<std::uint32_t>(f + (half_to_uniform(r) < frac ? 1 : 0));
 }
+
+/// quantize_at for one bit (B = 1): q = (u < x), no clamps. The same q: x <= 0 gives 0 either way
+/// (u >= 0); 0 < x < 1 gives f = 0 and frac = x; x >= 1 gives 1 either way (u < 1).
+GNN_HD std::uint32_t quantize_at_1(float x, std::uint32_t r) { return half_to_uniform(r) < x ? 1u : 0u; }
 
 /// The random stream of one (seed, epoch, layer, direction): item = global row id, j = column.
 GNN_HD RngKey quantize_key(std::uint64_t seed, std::int64_t epoch, std::int32_t layer,

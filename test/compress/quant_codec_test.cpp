@@ -144,6 +144,54 @@ TEST_P(QuantCodec, DecodesByTheDocumentedFormulaOnEveryInstructionSet) {
   }
 }
 
+// Every stored integer follows the documented rule (docs/codecs.md, "Encoding one row"), checked
+// against the metadata the encoder wrote: x = (h - lo) * inv with inv = 1 / scale rounded to
+// float32, or (h - lo) / scale where that reciprocal is not finite; xc = x clamped into [0, B];
+// q = floor(xc) + (u < frac), u the element's 16 random bits times 2^-16 (half j % 2 of word
+// j / 2 of the row's stream). Widths with tails, narrow rows drawn in batches of rows, and 600
+// values (more than one batch of words); the last row's range, 1e-39, gives a scale whose
+// reciprocal overflows (for fp32 and bf16 metadata), so it takes the division. On every
+// instruction set the CPU has.
+TEST_P(QuantCodec, QuantizesEveryValueByTheDocumentedRuleOnEveryInstructionSet) {
+  const std::string name = GetParam();
+  const auto codec = make_codec(name);
+  const int bits = bits_of(name);
+  const float levels = static_cast<float>((1u << bits) - 1u);
+  bool divided = false;
+  for (const std::int64_t cols : {5, 16, 61, 131, 600}) {
+    const std::int64_t rows = 37;
+    Matrix x = random_block(rows, cols, 23);
+    for (std::int64_t j = 0; j < cols; ++j) x(rows - 1, j) = 1e-39f * static_cast<float>(j % 7) / 6.0f;
+    const auto ids = iota_ids(rows, 11);
+    const auto ctx = make_ctx(ids, 3, 77, 1, Direction::backward);
+    const CounterRng rng({77, RngPurpose::quantize, 3, 3});
+    test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+      const auto enc = encode(*codec, x.view(), ctx);
+      const std::byte* payload = enc.data() + codec->encoded_size(rows, cols).metadata;
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const auto [lo, scale] = grid_of(name, enc, i);
+        if (scale == 0.0f) continue;
+        const float inv = 1.0f / scale;
+        divided |= !std::isfinite(inv);
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float diff = x(i, j) - lo;
+          const float pos = std::isfinite(inv) ? diff * inv : diff / scale;
+          const float xc = std::min(std::max(pos, 0.0f), levels);
+          const float f = std::floor(xc);
+          const std::uint32_t w = rng.word(static_cast<std::uint64_t>(ids[i]), static_cast<std::uint64_t>(j / 2));
+          const float u = static_cast<float>((w >> (16 * (j % 2))) & 0xFFFFu) / 65536.0f;
+          const auto q = static_cast<std::uint32_t>(f) + (u < xc - f ? 1u : 0u);
+          ASSERT_EQ(payload_value(payload, i * cols + j, bits), q)
+              << kernels::to_string(isa) << " width " << cols << " row " << i << " column " << j;
+        }
+      }
+    });
+  }
+  if (name.find("fp16meta") == std::string::npos) {
+    EXPECT_TRUE(divided) << "no row took the division";
+  }
+}
+
 TEST_P(QuantCodec, DecodesConstantRowsExactly) {
   const std::string name = GetParam();
   const auto codec = make_codec(name);
@@ -311,9 +359,10 @@ TEST(QuantCodecVariance, MatchesSylviesTotalRowVarianceForUniformFractions) {
   }
 }
 
-// The rounding draw of element (row id r, column j) is CounterRng(RngKey{seed, quantize, epoch,
-// layer*2+direction}).uniform(r, j): with one bit, lo = 0, hi = 1 and h in (0, 1), q = 1 exactly
-// when that draw is below h.
+// The rounding draw of element (row id r, column j) is 16 bits of the stream CounterRng(RngKey{
+// seed, quantize, epoch, layer*2+direction}): half j % 2 (the low half for even j) of word(r,
+// j / 2), times 2^-16. With one bit, lo = 0, hi = 1 and h in (0, 1), q = 1 exactly when that
+// draw is below h.
 // Shapes: a few rows of 50; 600 rows of 16 and 300 of 61, whose words the encoder draws many
 // rows at a time (rows of at most 64 values), over several such batches and work items.
 TEST(QuantCodecRng, DrawsFromTheDocumentedCounterRngStream) {
@@ -335,7 +384,8 @@ TEST(QuantCodecRng, DrawsFromTheDocumentedCounterRngStream) {
         const CounterRng rng({1234, RngPurpose::quantize, 11, static_cast<std::uint64_t>(layer * 2 + static_cast<int>(dir))});
         for (std::int64_t i = 0; i < rows; ++i)
           for (std::int64_t j = 2; j < cols; ++j) {
-            const float u = rng.uniform(static_cast<std::uint64_t>(ids[i]), static_cast<std::uint64_t>(j));
+            const std::uint32_t w = rng.word(static_cast<std::uint64_t>(ids[i]), static_cast<std::uint64_t>(j / 2));
+            const float u = static_cast<float>((w >> (16 * (j % 2))) & 0xFFFFu) / 65536.0f;
             ASSERT_EQ(y(i, j), u < x(i, j) ? 1.0f : 0.0f)
                 << kernels::to_string(isa) << ", " << rows << " x " << cols << " at " << i << "," << j;
           }

@@ -66,17 +66,18 @@ struct Pinned {
 // dropped rows, so a dropped entry's gradient is zero after the exchange too, where a lossy
 // backward codec had turned the senders' zeros into quantization noise (the chain rule applies
 // the mask to the sum of the local and the received gradients; exact codecs are unchanged, as the
-// fp32 hash shows).
+// fp32 hash shows). They were re-recorded again on 2026-11-29 when the q codecs' format moved to
+// 16 random bits a value and grid positions through the scale's reciprocal (docs/codecs.md).
 const Pinned kPinned[] = {
     {"sync_fp32", [](TrainConfig&) {}, "6def4d154c6ee46f"},
-    {"sync_q1", [](TrainConfig& c) { c.codec = "q1"; }, "f3607d0d2b0cd8a1"},
+    {"sync_q1", [](TrainConfig& c) { c.codec = "q1"; }, "74652957c3b375a9"},
     {"pipelined_q1_sync_every_5",
      [](TrainConfig& c) {
        c.codec = "q1";
        c.exchange = ExchangeMode::pipelined;
        c.sync_every = 5;
      },
-     "dd909e6061830793"},
+     "9607274fb84456a7"},
     {"pipelined_q1_sync_every_5_smoothing_0.9",
      [](TrainConfig& c) {
        c.codec = "q1";
@@ -84,7 +85,7 @@ const Pinned kPinned[] = {
        c.sync_every = 5;
        c.smoothing = 0.9f;
      },
-     "fda5b86220a834fb"},
+     "b682c5a32f697f45"},
 };
 
 TEST(PinnedLosses, FourRankRunsReproduceTheirRecordedHashes) {
