@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/data/feature_sparsify.hpp"
+#include "core/kernels/cuda/cuda_kernels.hpp"
 #include "core/kernels/kernels.hpp"
 #include "test/cuda/cuda_test_util.hpp"
 
@@ -77,37 +78,43 @@ TEST_F(CudaKernels, SpmmAndTransposeMatchReferenceWithAndWithoutValues) {
   }
 }
 
+// Sparsified features of 300 columns (a 44-wide tail chunk), k = 5: 70 rows (one expanded block)
+// and two blocks and 7 rows more (the GPU expands kCompactExpandBytes of rows at a time), so the
+// blocks' offsets, beta on the first block only and a short last block are all compared.
 TEST_F(CudaKernels, CompactProductsMatchReferenceWithAndWithoutDropout) {
-  // Sparsified features of 70 rows x 300 columns (a 44-wide tail chunk), k = 5.
-  const Matrix raw = random_matrix(70, 300, 31);
-  const SparseFeatures sf = sparsify_features(raw.data(), 70, 300, 5, 3, 1.0);
-  std::vector<GlobalId> ids(70);
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<GlobalId>(3 * i + 1);
-  const auto pos = up(sf.positions);
-  const auto cb = up(sf.codebook);
-  const auto base = up(sf.layout.slot_base);
-  const auto ids_g = up(ids);
-  for (const float p : {0.0f, 0.4f}) {
-    const RngKey key{7, RngPurpose::dropout, 1, 0};
-    const CompactView xc{70, 300, sf.layout.slots(), sf.positions.data(), sf.codebook.data(),
-                         sf.layout.slot_base.data(), p, key, ids.data()};
-    const CompactView xg{70, 300, sf.layout.slots(), pos.data(), cb.data(), base.data(), p, key,
-                         ids_g.data()};
-    for (const float beta : {0.0f, 0.5f}) {
-      const Matrix w = random_matrix(300, 19, 32);
-      Matrix y = random_matrix(70, 19, 33);
-      const Matrix wg = up(w);
-      Matrix yg = up(y);
-      kernels::compact_matmul(*cpu, xc, w.view(), beta, y.view());
-      kernels::compact_matmul(*gpu, xg, wg.view(), beta, yg.view());
-      expect_close(yg.to_host(), y.to_host(), kDotTol, "compact_matmul");
-      const Matrix g = random_matrix(70, 19, 34);
-      Matrix gw = random_matrix(300, 19, 35);
-      const Matrix gg = up(g);
-      Matrix gwg = up(gw);
-      kernels::compact_matmul_transpose(*cpu, xc, g.view(), beta, gw.view());
-      kernels::compact_matmul_transpose(*gpu, xg, gg.view(), beta, gwg.view());
-      expect_close(gwg.to_host(), gw.to_host(), kDotTol, "compact_matmul_transpose");
+  const std::int64_t cols = 300;
+  const std::int64_t block = kernels::cuda::kCompactExpandBytes / (cols * static_cast<std::int64_t>(sizeof(float)));
+  for (const std::int64_t rows : {std::int64_t{70}, 2 * block + 7}) {
+    const Matrix raw = random_matrix(rows, cols, 31);
+    const SparseFeatures sf = sparsify_features(raw.data(), rows, cols, 5, 3, 1.0);
+    std::vector<GlobalId> ids(static_cast<std::size_t>(rows));
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<GlobalId>(3 * i + 1);
+    const auto pos = up(sf.positions);
+    const auto cb = up(sf.codebook);
+    const auto base = up(sf.layout.slot_base);
+    const auto ids_g = up(ids);
+    for (const float p : {0.0f, 0.4f}) {
+      const RngKey key{7, RngPurpose::dropout, 1, 0};
+      const CompactView xc{rows, cols, sf.layout.slots(), sf.positions.data(), sf.codebook.data(),
+                           sf.layout.slot_base.data(), p, key, ids.data()};
+      const CompactView xg{rows, cols, sf.layout.slots(), pos.data(), cb.data(), base.data(), p, key,
+                           ids_g.data()};
+      for (const float beta : {0.0f, 0.5f}) {
+        const Matrix w = random_matrix(cols, 19, 32);
+        Matrix y = random_matrix(rows, 19, 33);
+        const Matrix wg = up(w);
+        Matrix yg = up(y);
+        kernels::compact_matmul(*cpu, xc, w.view(), beta, y.view());
+        kernels::compact_matmul(*gpu, xg, wg.view(), beta, yg.view());
+        expect_close(yg.to_host(), y.to_host(), kDotTol, "compact_matmul");
+        const Matrix g = random_matrix(rows, 19, 34);
+        Matrix gw = random_matrix(cols, 19, 35);
+        const Matrix gg = up(g);
+        Matrix gwg = up(gw);
+        kernels::compact_matmul_transpose(*cpu, xc, g.view(), beta, gw.view());
+        kernels::compact_matmul_transpose(*gpu, xg, gg.view(), beta, gwg.view());
+        expect_close(gwg.to_host(), gw.to_host(), kDotTol, "compact_matmul_transpose");
+      }
     }
   }
 }

@@ -1,12 +1,15 @@
-// Products with sparsified features (CompactView) on the current device's stream, with the
-// reference's operation order (core/kernels/reference/compact.cpp).
+// Products with sparsified features (CompactView) on the current device's stream.
 //
-// compact_matmul: one thread per output element, slots in ascending order.
-// compact_matmul_transpose: one thread per (chunk, output column); it walks the rows in ascending
-// order and adds each row's contributions to the output rows of its chunk, so every output element
-// gets its contributions in ascending row order (deterministic, no atomics). Its parallelism is
-// chunks x F threads, each walking every row: too little for a GPU, and it runs every step (layer
-// 0's weight gradient): 6.4 s an epoch on Coauthor-Physics (docs/gpu.md "Open" has the fix).
+// Both products expand a block of x's rows into a dense scratch matrix (zeros, then a thread per
+// (row, slot) writing its codebook value after the dropout draw) and multiply it with cuBLAS:
+// compact_matmul y_block = X_block w (+ beta y_block), compact_matmul_transpose y += X_blockᵀ g_block
+// (beta on the first block). A block holds at most kCompactExpandBytes of floats, so the rank never
+// holds its whole dense matrix. The sums run in cuBLAS's order, not the reference's ascending one
+// (core/kernels/reference/compact.cpp); the `cuda` tests compare them within a few float32 ulps.
+// Until 2026-11-29 the transpose ran one thread per (chunk, output column), each walking every row
+// in order: chunks x F threads, 6.4 s an epoch on Coauthor-Physics (docs/gpu.md).
+#include <algorithm>
+
 #include "core/kernels/cuda/common.cuh"
 
 namespace halognn::kernels::cuda {
@@ -30,6 +33,27 @@ void check_compact(const CompactView& x) {
                    "dropout probability must be in [0, 1], got ", x.drop_p);
 }
 
+/// Rows of x per expanded block: as many as kCompactExpandBytes holds, at least one.
+std::int64_t block_rows(const CompactView& x) {
+  const std::int64_t row_bytes = std::max<std::int64_t>(x.cols, 1) * static_cast<std::int64_t>(sizeof(float));
+  return std::max<std::int64_t>(1, std::min(x.rows, kCompactExpandBytes / row_bytes));
+}
+
+/// Rows [r0, r0 + b) of x, after its dropout, as a dense b x cols block in d. The slots of a row
+/// have distinct columns (the format's chunks keep disjoint largest and smallest positions), so
+/// each entry is written once.
+void expand_block(CudaContext& ctx, const CompactView& x, std::int64_t r0, std::int64_t b, float* d) {
+  GNN_CHECK_CUDA(cudaMemsetAsync(d, 0, static_cast<std::size_t>(b * x.cols) * sizeof(float), ctx.stream));
+  if (x.slots == 0) return;
+  const float keep_scale = x.drop_p < 1.0f ? 1.0f / (1.0f - x.drop_p) : 0.0f;
+  const std::int64_t slots = x.slots, cols = x.cols;
+  detail::for_each(ctx, b * slots, [=] __device__(std::int64_t e) {
+    const std::int64_t i = r0 + e / slots, s = e % slots;
+    const std::int64_t col = static_cast<std::int64_t>(x.slot_base[s]) + x.pos[i * slots + s];
+    d[(i - r0) * cols + col] = entry_value(x, i, s, col, keep_scale);
+  });
+}
+
 }  // namespace
 
 void compact_matmul(CompactView x, ConstDenseView w, float beta, DenseView y) {
@@ -37,22 +61,15 @@ void compact_matmul(CompactView x, ConstDenseView w, float beta, DenseView y) {
   GNN_ASSERT(w.rows == x.cols && y.rows == x.rows && y.cols == w.cols,
              "compact_matmul: shapes do not match (x ", x.rows, "x", x.cols, ", w ", w.rows, "x",
              w.cols, ", y ", y.rows, "x", y.cols, ")");
-  const std::int64_t f_dim = w.cols;
-  const float keep_scale = x.drop_p < 1.0f ? 1.0f / (1.0f - x.drop_p) : 0.0f;
-  const float* wd = w.data;
-  float* yd = y.data;
-  detail::for_each(detail::current_context(), x.rows * f_dim, [=] __device__(std::int64_t e) {
-    const std::int64_t i = e / f_dim, f = e % f_dim;
-    float acc = beta == 0.0f ? 0.0f : beta * yd[e];
-    const std::uint8_t* pos = x.pos + i * x.slots;
-    for (std::int64_t s = 0; s < x.slots; ++s) {
-      const std::int64_t col = static_cast<std::int64_t>(x.slot_base[s]) + pos[s];
-      const float v = entry_value(x, i, s, col, keep_scale);
-      if (v == 0.0f) continue;  // as the reference: zero entries are skipped
-      acc = __fadd_rn(__fmul_rn(v, wd[col * f_dim + f]), acc);
-    }
-    yd[e] = acc;
-  });
+  if (x.rows == 0 || w.cols == 0) return;
+  CudaContext& ctx = detail::current_context();
+  const std::int64_t b = block_rows(x);
+  auto* d = static_cast<float*>(ctx.aux.get(static_cast<std::size_t>(b * x.cols) * sizeof(float), ctx.stream));
+  for (std::int64_t r0 = 0; r0 < x.rows; r0 += b) {
+    const std::int64_t n = std::min(b, x.rows - r0);
+    expand_block(ctx, x, r0, n, d);
+    gemm(false, false, 1.0f, ConstDenseView{d, n, x.cols}, w, beta, y.rows_range(r0, r0 + n));
+  }
 }
 
 void compact_matmul_transpose(CompactView x, ConstDenseView g, float beta, DenseView y) {
@@ -60,39 +77,19 @@ void compact_matmul_transpose(CompactView x, ConstDenseView g, float beta, Dense
   GNN_ASSERT(g.rows == x.rows && y.rows == x.cols && y.cols == g.cols,
              "compact_matmul_transpose: shapes do not match (x ", x.rows, "x", x.cols, ", g ",
              g.rows, "x", g.cols, ", y ", y.rows, "x", y.cols, ")");
-  CudaContext& ctx = detail::current_context();
-  const std::int64_t f_dim = g.cols, n_out = y.rows * f_dim;
-  float* yd = y.data;
-  if (beta == 0.0f) {
-    if (n_out > 0)
-      GNN_CHECK_CUDA(cudaMemsetAsync(yd, 0, static_cast<std::size_t>(n_out) * sizeof(float),
-                                     ctx.stream));
-  } else if (beta != 1.0f) {
-    detail::for_each(ctx, n_out, [=] __device__(std::int64_t e) { yd[e] *= beta; });
+  if (x.rows == 0) {  // an empty sum: only the beta term remains
+    gemm(true, false, 1.0f, ConstDenseView{nullptr, 0, x.cols}, g, beta, y);
+    return;
   }
-  if (f_dim == 0 || x.rows == 0 || x.slots == 0) return;
-  const std::int64_t chunks = (x.cols + 255) / 256;
-  const float keep_scale = x.drop_p < 1.0f ? 1.0f / (1.0f - x.drop_p) : 0.0f;
-  const float* gd = g.data;
-  detail::for_each(ctx, chunks * f_dim, [=] __device__(std::int64_t e) {
-    const std::int64_t c = e / f_dim, f = e % f_dim;
-    // The slots of chunk c are contiguous: find them once.
-    std::int64_t s0 = 0;
-    while (s0 < x.slots && x.slot_base[s0] < c * 256) ++s0;
-    std::int64_t s1 = s0;
-    while (s1 < x.slots && x.slot_base[s1] == c * 256) ++s1;
-    for (std::int64_t i = 0; i < x.rows; ++i) {
-      const std::uint8_t* pos = x.pos + i * x.slots;
-      const float gv = gd[i * f_dim + f];
-      for (std::int64_t s = s0; s < s1; ++s) {
-        const std::int64_t col = c * 256 + pos[s];
-        const float v = entry_value(x, i, s, col, keep_scale);
-        if (v == 0.0f) continue;
-        float* out = yd + col * f_dim + f;
-        *out = __fadd_rn(__fmul_rn(v, gv), *out);
-      }
-    }
-  });
+  if (g.cols == 0 || x.cols == 0) return;
+  CudaContext& ctx = detail::current_context();
+  const std::int64_t b = block_rows(x);
+  auto* d = static_cast<float*>(ctx.aux.get(static_cast<std::size_t>(b * x.cols) * sizeof(float), ctx.stream));
+  for (std::int64_t r0 = 0; r0 < x.rows; r0 += b) {
+    const std::int64_t n = std::min(b, x.rows - r0);
+    expand_block(ctx, x, r0, n, d);
+    gemm(true, false, 1.0f, ConstDenseView{d, n, x.cols}, g.rows_range(r0, r0 + n), r0 == 0 ? beta : 1.0f, y);
+  }
 }
 
 }  // namespace halognn::kernels::cuda

@@ -10,6 +10,10 @@
 
 namespace halognn::kernels::cuda {
 
+/// Scratch bytes of one block of sparsified rows that compact_matmul and compact_matmul_transpose
+/// expand into a dense matrix before multiplying it with cuBLAS (core/kernels/cuda/compact.cu).
+inline constexpr std::int64_t kCompactExpandBytes = std::int64_t{64} << 20;
+
 #define GNN_KERNEL(R, name, params, args) R name params;
 #include "core/kernels/kernel_list.inc"
 #undef GNN_KERNEL
