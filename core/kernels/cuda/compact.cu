@@ -54,6 +54,19 @@ void expand_block(CudaContext& ctx, const CompactView& x, std::int64_t r0, std::
   });
 }
 
+/// Calls f(block, r0) for x's rows in blocks of block_rows(x), block the dense n x cols matrix of
+/// rows [r0, r0 + n) (expand_block), one scratch matrix reused in stream order.
+template <typename F>
+void for_each_expanded_block(CudaContext& ctx, const CompactView& x, F&& f) {
+  const std::int64_t b = block_rows(x);
+  auto* d = static_cast<float*>(ctx.aux.get(static_cast<std::size_t>(b * x.cols) * sizeof(float), ctx.stream));
+  for (std::int64_t r0 = 0; r0 < x.rows; r0 += b) {
+    const std::int64_t n = std::min(b, x.rows - r0);
+    expand_block(ctx, x, r0, n, d);
+    f(ConstDenseView{d, n, x.cols}, r0);
+  }
+}
+
 }  // namespace
 
 void compact_matmul(CompactView x, ConstDenseView w, float beta, DenseView y) {
@@ -62,14 +75,9 @@ void compact_matmul(CompactView x, ConstDenseView w, float beta, DenseView y) {
              "compact_matmul: shapes do not match (x ", x.rows, "x", x.cols, ", w ", w.rows, "x",
              w.cols, ", y ", y.rows, "x", y.cols, ")");
   if (x.rows == 0 || w.cols == 0) return;
-  CudaContext& ctx = detail::current_context();
-  const std::int64_t b = block_rows(x);
-  auto* d = static_cast<float*>(ctx.aux.get(static_cast<std::size_t>(b * x.cols) * sizeof(float), ctx.stream));
-  for (std::int64_t r0 = 0; r0 < x.rows; r0 += b) {
-    const std::int64_t n = std::min(b, x.rows - r0);
-    expand_block(ctx, x, r0, n, d);
-    gemm(false, false, 1.0f, ConstDenseView{d, n, x.cols}, w, beta, y.rows_range(r0, r0 + n));
-  }
+  for_each_expanded_block(detail::current_context(), x, [&](ConstDenseView block, std::int64_t r0) {
+    gemm(false, false, 1.0f, block, w, beta, y.rows_range(r0, r0 + block.rows));
+  });
 }
 
 void compact_matmul_transpose(CompactView x, ConstDenseView g, float beta, DenseView y) {
@@ -82,14 +90,9 @@ void compact_matmul_transpose(CompactView x, ConstDenseView g, float beta, Dense
     return;
   }
   if (g.cols == 0 || x.cols == 0) return;
-  CudaContext& ctx = detail::current_context();
-  const std::int64_t b = block_rows(x);
-  auto* d = static_cast<float*>(ctx.aux.get(static_cast<std::size_t>(b * x.cols) * sizeof(float), ctx.stream));
-  for (std::int64_t r0 = 0; r0 < x.rows; r0 += b) {
-    const std::int64_t n = std::min(b, x.rows - r0);
-    expand_block(ctx, x, r0, n, d);
-    gemm(true, false, 1.0f, ConstDenseView{d, n, x.cols}, g.rows_range(r0, r0 + n), r0 == 0 ? beta : 1.0f, y);
-  }
+  for_each_expanded_block(detail::current_context(), x, [&](ConstDenseView block, std::int64_t r0) {
+    gemm(true, false, 1.0f, block, g.rows_range(r0, r0 + block.rows), r0 == 0 ? beta : 1.0f, y);
+  });
 }
 
 }  // namespace halognn::kernels::cuda
