@@ -27,8 +27,8 @@ using quant::RowGrid;
 /// starts on a byte boundary for every width and two items never share a byte).
 constexpr std::int64_t kItemElements = 8192;
 
-/// Elements whose Philox words are generated in one batch: small enough to stay in L1 next to
-/// the row's q values, large enough to amortise the call.
+/// Philox words generated in one batch (two elements a word, so 512 elements): small enough to
+/// stay in L1 next to the row's q values, large enough to amortise the call.
 constexpr std::int64_t kWordBatch = 256;
 
 const char* meta_suffix(MetaFormat m) {
