@@ -99,21 +99,21 @@ TEST_F(CudaKernels, CompactProductsMatchReferenceWithAndWithoutDropout) {
                            sf.layout.slot_base.data(), p, key, ids.data()};
       const CompactView xg{rows, cols, sf.layout.slots(), pos.data(), cb.data(), base.data(), p, key,
                            ids_g.data()};
+      // kernel(x, in, beta, out) on the CPU and on the GPU from the same random in and out.
+      const auto compare = [&](auto kernel, std::int64_t in_rows, std::int64_t out_rows, std::uint64_t seed,
+                               float beta, const char* what) {
+        const Matrix in = random_matrix(in_rows, 19, seed);
+        Matrix out = random_matrix(out_rows, 19, seed + 1);
+        const Matrix in_g = up(in);
+        Matrix out_g = up(out);
+        kernel(*cpu, xc, in.view(), beta, out.view());
+        kernel(*gpu, xg, in_g.view(), beta, out_g.view());
+        expect_close(out_g.to_host(), out.to_host(), kDotTol, what);
+      };
       for (const float beta : {0.0f, 0.5f}) {
-        const Matrix w = random_matrix(cols, 19, 32);
-        Matrix y = random_matrix(rows, 19, 33);
-        const Matrix wg = up(w);
-        Matrix yg = up(y);
-        kernels::compact_matmul(*cpu, xc, w.view(), beta, y.view());
-        kernels::compact_matmul(*gpu, xg, wg.view(), beta, yg.view());
-        expect_close(yg.to_host(), y.to_host(), kDotTol, "compact_matmul");
-        const Matrix g = random_matrix(rows, 19, 34);
-        Matrix gw = random_matrix(cols, 19, 35);
-        const Matrix gg = up(g);
-        Matrix gwg = up(gw);
-        kernels::compact_matmul_transpose(*cpu, xc, g.view(), beta, gw.view());
-        kernels::compact_matmul_transpose(*gpu, xg, gg.view(), beta, gwg.view());
-        expect_close(gwg.to_host(), gw.to_host(), kDotTol, "compact_matmul_transpose");
+        compare([](auto&&... a) { kernels::compact_matmul(a...); }, cols, rows, 32, beta, "compact_matmul");
+        compare([](auto&&... a) { kernels::compact_matmul_transpose(a...); }, rows, cols, 34, beta,
+                "compact_matmul_transpose");
       }
     }
   }
