@@ -108,6 +108,7 @@ __global__ void pack_kernel(const float* rows, std::int64_t n, std::int64_t cols
     const std::int64_t k0 = p * per_byte;
     std::int64_t r = k0 / cols, j = k0 - r * cols;
     RowGrid g = read_grid(meta, r, m);
+    float inv = quant::grid_inverse(g);  // once a row, as the CPU encoder
     std::int64_t cached_block = -1;
     std::uint32_t w[4];
     std::uint32_t acc = 0;
@@ -118,6 +119,7 @@ __global__ void pack_kernel(const float* rows, std::int64_t n, std::int64_t cols
         ++r;
         j = 0;
         g = read_grid(meta, r, m);
+        inv = quant::grid_inverse(g);
         cached_block = -1;
       }
       std::uint32_t q = 0;
@@ -127,7 +129,7 @@ __global__ void pack_kernel(const float* rows, std::int64_t n, std::int64_t cols
           cached_block = j >> 3;
         }
         const std::uint32_t bits16 = quant::word_half(w[(j >> 1) & 3], static_cast<std::uint64_t>(j));
-        const float x = quant::grid_position(rows[k0 + t], g, quant::grid_inverse(g));
+        const float x = quant::grid_position(rows[k0 + t], g, inv);
         q = kBits == 1 ? quant::quantize_at_1(x, bits16) : quant::quantize_at(x, static_cast<float>(levels), bits16);
       }
       acc |= q << (t * kBits);
