@@ -31,6 +31,11 @@ constexpr std::int64_t kItemElements = 8192;
 /// stay in L1 next to the row's q values, large enough to amortise the call.
 constexpr std::int64_t kWordBatch = 256;
 
+/// Philox blocks of one row below which encode_rows draws the words of several rows at once
+/// (CounterRng::item_blocks): 64 blocks are four AVX-512 vectors of them, the multiplications
+/// that one vector round needs in flight.
+constexpr std::int64_t kPhiloxBatchBlocks = 64;
+
 const char* meta_suffix(MetaFormat m) {
   switch (m) {
     case MetaFormat::f32: return "";

@@ -192,7 +192,7 @@ TEST(CodecBytes, ItemBlocksEqualSingleBlocks) {
   items.push_back(-1);
   test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
     for (const std::int64_t n : {std::int64_t{1}, std::int64_t{5}, static_cast<std::int64_t>(items.size())})
-      for (const std::int64_t per_item : {1, 3, 4, 16, 17, 70}) {
+      for (const std::int64_t per_item : {1, 3, 4, 8, 16, 17, 32, 70}) {
         std::vector<std::uint32_t> got(static_cast<std::size_t>(4 * n * per_item));
         rng.item_blocks(items.data(), n, per_item, got.data());
         for (std::int64_t r = 0; r < n; ++r)
