@@ -32,12 +32,6 @@ GNN_HD float bits_float(std::uint32_t u) {
   return f;
 }
 
-GNN_HD std::uint64_t double_bits(double d) {
-  std::uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
-  return u;
-}
-
 /// True for a finite float (neither inf nor NaN), by its bits (immune to -ffast-math).
 GNN_HD bool is_finite(float f) { return (float_bits(f) & 0x7F800000u) != 0x7F800000u; }
 
@@ -163,25 +157,15 @@ GNN_HD std::uint16_t float_to_bf16(float f, Round mode = Round::nearest_even) {
 /// bfloat16 bits -> float32 (exact).
 GNN_HD float bf16_to_float(std::uint16_t b) { return bits_float(static_cast<std::uint32_t>(b) << 16); }
 
-/// double -> float32 rounded toward -inf (mode down) or +inf (mode up); nearest_even is the
-/// plain conversion. Used for quantization metadata computed in double.
-GNN_HD float double_to_float(double d, Round mode) {
+/// A non-negative double -> float32 rounded toward +inf (the q codecs' grid step, computed in
+/// double). The nearest-even conversion, one float up where it fell below d: a bit pattern step,
+/// since non-negative floats order like their bits (0 steps to the smallest subnormal, the
+/// largest finite float to +inf, a conversion that overflowed is +inf already). Without a branch
+/// on the data: whether the conversion fell below d is a coin flip for most grid steps, which a
+/// branch predictor loses about half the time, once a row.
+GNN_HD float nonnegative_double_to_float_up(double d) {
   const float f = static_cast<float>(d);  // round to nearest even (IEEE default)
-  if (mode == Round::nearest_even || static_cast<double>(f) == d) return f;
-  if ((double_bits(d) & 0x7FF0000000000000ull) == 0x7FF0000000000000ull) return f;  // inf/NaN
-  const bool too_low = static_cast<double>(f) < d;
-  if (mode == Round::up && !too_low) return f;
-  if (mode == Round::down && too_low) return f;
-  // Step one float toward the requested direction (f is finite or the nearest-even overflow).
-  std::uint32_t u = float_bits(f);
-  const bool step_up = mode == Round::up;
-  if ((u & 0x7FFFFFFFu) == 0) return step_up ? bits_float(0x00000001u) : bits_float(0x80000001u);
-  const bool negative = (u >> 31) != 0;
-  if ((u & 0x7FFFFFFFu) == 0x7F800000u) {  // nearest-even overflowed; directed toward zero
-    return bits_float(u - 1u);
-  }
-  u = (step_up != negative) ? u + 1u : u - 1u;  // magnitude grows iff direction matches sign
-  return bits_float(u);
+  return bits_float(float_bits(f) + (static_cast<double>(f) < d ? 1u : 0u));
 }
 
 }  // namespace halognn::f16

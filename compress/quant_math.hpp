@@ -80,7 +80,7 @@ GNN_HD GridStatus make_grid(float lo, float hi, std::uint32_t levels, MetaFormat
     if (!f16::is_finite(lo_m)) return GridStatus::lo_overflow;
   }
   const double step = (static_cast<double>(hi) - static_cast<double>(lo_m)) / static_cast<double>(levels);
-  float scale_m = f16::double_to_float(step, f16::Round::up);
+  float scale_m = f16::nonnegative_double_to_float_up(step);  // step >= 0: lo_m <= lo <= hi
   if (m != MetaFormat::f32 && f16::is_finite(scale_m)) {
     scale_bits = meta16_bits(scale_m, m, f16::Round::up);
     scale_m = meta16_value(scale_bits, m);

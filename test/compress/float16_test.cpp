@@ -170,23 +170,28 @@ TEST(Bfloat16, FloatToBf16MatchesTheIeeeReferenceInEveryRoundingMode) {
   EXPECT_TRUE(std::isnan(f16::bf16_to_float(f16::float_to_bf16(NAN))));
 }
 
-TEST(Float16, DirectedDoubleToFloatBracketsTheValueByAdjacentFloats) {
+TEST(Float16, NonNegativeDoubleToFloatUpIsTheSmallestFloatNotBelowTheValue) {
   const CounterRng rng({2, RngPurpose::test, 0, 0});
   for (std::uint64_t i = 0; i < 100000; ++i) {
     const int e = static_cast<int>(rng.word(i, 0) % 300) - 150;
-    double d = std::ldexp(1.0 + rng.uniform_double(i, 1), e);
-    if (rng.word(i, 4) & 1) d = -d;
-    const float dn = f16::double_to_float(d, Round::down), up = f16::double_to_float(d, Round::up);
-    ASSERT_LE(static_cast<double>(dn), d);
-    ASSERT_GE(static_cast<double>(up), d);
-    if (static_cast<double>(dn) == d) ASSERT_EQ(dn, up);
-    else ASSERT_EQ(std::nextafter(dn, INFINITY), up) << d;
+    // Every fourth value a float itself (exact), the others doubles between floats.
+    const double v = std::ldexp(1.0 + rng.uniform_double(i, 1), e);
+    const double d = rng.word(i, 4) % 4 == 0 ? static_cast<double>(static_cast<float>(v)) : v;
+    const float up = f16::nonnegative_double_to_float_up(d);
+    ASSERT_GE(static_cast<double>(up), d) << d;
+    if (up > 0.0f) {
+      ASSERT_LT(static_cast<double>(std::nextafter(up, 0.0f)), d) << d;
+    }
   }
-  EXPECT_EQ(f16::double_to_float(1e300, Round::down), std::numeric_limits<float>::max());
-  EXPECT_EQ(f16::double_to_float(1e300, Round::up), INFINITY);
-  EXPECT_EQ(f16::double_to_float(1e-300, Round::down), 0.0f);
-  EXPECT_EQ(f16::double_to_float(1e-300, Round::up), std::numeric_limits<float>::denorm_min());
-  EXPECT_EQ(f16::double_to_float(0.0, Round::up), 0.0f);
+  EXPECT_EQ(f16::nonnegative_double_to_float_up(1e300), INFINITY);
+  const double above_max = static_cast<double>(std::numeric_limits<float>::max()) * (1.0 + 1e-12);
+  EXPECT_EQ(f16::nonnegative_double_to_float_up(above_max), INFINITY);  // nearest even: FLT_MAX
+  EXPECT_EQ(f16::nonnegative_double_to_float_up(std::numeric_limits<float>::max()),
+            std::numeric_limits<float>::max());
+  EXPECT_EQ(f16::nonnegative_double_to_float_up(1e-300), std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(f16::nonnegative_double_to_float_up(0.0), 0.0f);
+  EXPECT_EQ(f16::nonnegative_double_to_float_up(0.7), std::nextafter(0.7f, 1.0f));  // 0.7f < 0.7
+  EXPECT_EQ(f16::nonnegative_double_to_float_up(0.1), 0.1f);                          // 0.1f > 0.1
 }
 
 }  // namespace
