@@ -52,6 +52,18 @@ GNN_HD std::uint16_t float_to_half(float f, Round mode = Round::nearest_even) {
     r += 0xFFFu + ((r >> 13) & 1u);
     return static_cast<std::uint16_t>(sign | (r >> 13));
   }
+  if (mode != Round::nearest_even && abs >= 0x38800000u && abs < 0x47800000u) {
+    // The same for the directed modes, magnitudes in [2^-14, 2^16): truncate the 13 dropped
+    // bits, then step the magnitude by one where they are not all zero and the direction is away
+    // from zero (up for positive, down for negative values). A carry steps the exponent, and past
+    // 65504 gives inf, the correct result away from zero; toward zero 65504 stays. Without a
+    // branch on the dropped bits, which the q codecs' metadata (lo down, the scale up, once a row)
+    // would mispredict about every second row.
+    const std::uint32_t r = abs - (112u << 23);
+    const bool away = (mode == Round::up) == (sign == 0);
+    const std::uint32_t step = away && (r & 0x1FFFu) != 0 ? 1u : 0u;
+    return static_cast<std::uint16_t>(sign | ((r >> 13) + step));
+  }
   // |f| = m * 2^e exactly, m < 2^24.
   std::uint32_t m;
   int e;
