@@ -90,6 +90,18 @@ struct Sse2 {
     const I b16 = _mm_unpacklo_epi8(_mm_cvtsi32_si128(word), zero);
     return _mm_cvtepi32_ps(_mm_unpacklo_epi16(b16, zero));
   }
+  /// The W kBits-bit values (kBits 2 or 4) in the W * kBits / 8 bytes at p, LSB first, as
+  /// floats (unpacking 2- and 4-bit values). SSE2 has no per-lane shift: the lanes are set one
+  /// by one.
+  template <int kBits>
+  static R from_packed(const std::uint8_t* p) {
+    constexpr std::uint32_t mask = (1u << kBits) - 1u;
+    std::uint32_t v = p[0];
+    if constexpr (kBits == 4) v |= static_cast<std::uint32_t>(p[1]) << 8;
+    return _mm_cvtepi32_ps(_mm_setr_epi32(static_cast<int>(v & mask), static_cast<int>((v >> kBits) & mask),
+                                          static_cast<int>((v >> (2 * kBits)) & mask),
+                                          static_cast<int>((v >> (3 * kBits)) & mask)));
+  }
   /// Bit l set where q[l] != 0, for the W words at q (packing 1-bit values).
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
@@ -159,6 +171,21 @@ struct Avx2 {
   }
   static R from_bytes(const std::uint8_t* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  /// Each of the W * kBits / 8 bytes repeated into 8 / kBits lanes, then shifted by its value's
+  /// offset in the byte (kBits 2 or 4).
+  template <int kBits>
+  static R from_packed(const std::uint8_t* p) {
+    std::uint32_t word = 0;
+    std::memcpy(&word, p, W * kBits / 8);
+    __m128i b = _mm_cvtsi32_si128(static_cast<int>(word));
+    b = _mm_unpacklo_epi8(b, b);                           // each byte twice
+    if constexpr (kBits == 2) b = _mm_unpacklo_epi16(b, b);  // four times
+    const I shift = kBits == 4 ? _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)
+                               : _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    const I v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(b), shift),
+                                 _mm256_set1_epi32((1 << kBits) - 1));
+    return _mm256_cvtepi32_ps(v);
   }
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
@@ -242,6 +269,20 @@ struct Avx512 {
   static R from_bytes(const std::uint8_t* p) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepu8_epi32(0xFFFF, bytes));
+  }
+  /// As on AVX2, 16 lanes.
+  template <int kBits>
+  static R from_packed(const std::uint8_t* p) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, p, W * kBits / 8);
+    __m128i b = _mm_cvtsi64_si128(static_cast<long long>(word));
+    b = _mm_unpacklo_epi8(b, b);
+    if constexpr (kBits == 2) b = _mm_unpacklo_epi16(b, b);
+    const I shift = kBits == 4 ? _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4)
+                               : _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6);
+    const I spread = _mm512_maskz_srlv_epi32(0xFFFF, _mm512_maskz_cvtepu8_epi32(0xFFFF, b), shift);
+    const I v = _mm512_maskz_and_epi32(0xFFFF, spread, _mm512_set1_epi32((1 << kBits) - 1));
+    return _mm512_maskz_cvtepi32_ps(0xFFFF, v);
   }
   static std::uint32_t nonzero_bits(const std::uint32_t* q) {
     const I v = _mm512_loadu_si512(q);
