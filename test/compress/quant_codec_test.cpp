@@ -3,6 +3,7 @@
 // independence from how rows are grouped into blocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "compress/codec_plan.hpp"
 #include "compress/float16.hpp"
+#include "compress/quant_math.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "test/compress/codec_test_util.hpp"
@@ -189,6 +191,54 @@ TEST_P(QuantCodec, QuantizesEveryValueByTheDocumentedRuleOnEveryInstructionSet) 
   }
   if (name.find("fp16meta") == std::string::npos) {
     EXPECT_TRUE(divided) << "no row took the division";
+  }
+}
+
+// Every row's stored (lo, scale) is quant::make_grid of its minimum and maximum, bit for bit, on
+// every instruction set: narrow rows (at most 64 values) compute their float32 grids a vector of
+// rows at a time, wider rows one by one. Ranges from subnormal (2^-140) to 2^120, both signs,
+// constant rows and rows of signed zeros; 300 rows, so narrow widths take several batches.
+TEST_P(QuantCodec, StoresMakeGridsGridForEveryRowOnEveryInstructionSet) {
+  const std::string name = GetParam();
+  const auto codec = make_codec(name);
+  const std::uint32_t levels = (1u << bits_of(name)) - 1u;
+  const auto meta = name.find("fp16meta") != std::string::npos   ? quant::MetaFormat::f16
+                    : name.find("bf16meta") != std::string::npos ? quant::MetaFormat::bf16
+                                                                 : quant::MetaFormat::f32;
+  for (const std::int64_t cols : {5, 16, 61, 131}) {
+    const std::int64_t rows = 300;
+    Matrix x(rows, cols);
+    const CounterRng draw({cols, RngPurpose::test, 5, 0});
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const auto u = [&](std::int64_t j) {
+        return draw.uniform(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
+      };
+      // 16-bit metadata holds a smaller range (fp16: up to 65504), so its rows stay within it.
+      const int top = meta == quant::MetaFormat::f16 ? 12 : 120;
+      const int e = -140 + static_cast<int>(u(cols) * static_cast<float>(top + 140));
+      const float mag = std::ldexp(1.0f, e), off = i % 4 == 0 ? mag * (u(cols + 1) - 0.5f) : 0.0f;
+      for (std::int64_t j = 0; j < cols; ++j) x(i, j) = off + mag * (2.0f * u(j) - 1.0f);
+      if (i % 29 == 5) std::fill(&x(i, 0), &x(i, 0) + cols, mag);
+      if (i % 31 == 7)
+        for (std::int64_t j = 0; j < cols; ++j) x(i, j) = j % 2 == 0 ? -0.0f : 0.0f;
+    }
+    const auto ids = iota_ids(rows, 3);
+    test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+      const auto enc = encode(*codec, x.view(), make_ctx(ids));
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const float* row = &x(i, 0);
+        quant::RowGrid want;
+        std::uint16_t lo_bits, scale_bits;
+        ASSERT_EQ(quant::make_grid(*std::min_element(row, row + cols), *std::max_element(row, row + cols), levels,
+                                   meta, want, lo_bits, scale_bits),
+                  quant::GridStatus::ok);
+        const auto [lo, scale] = grid_of(name, enc, i);
+        ASSERT_EQ(f16::float_bits(lo), f16::float_bits(want.lo))
+            << kernels::to_string(isa) << " width " << cols << " row " << i;
+        ASSERT_EQ(f16::float_bits(scale), f16::float_bits(want.scale))
+            << kernels::to_string(isa) << " width " << cols << " row " << i;
+      }
+    });
   }
 }
 
