@@ -196,8 +196,10 @@ TEST_P(QuantCodec, QuantizesEveryValueByTheDocumentedRuleOnEveryInstructionSet) 
 
 // Every row's stored (lo, scale) is quant::make_grid of its minimum and maximum, bit for bit, on
 // every instruction set: narrow rows (at most 64 values) compute their float32 grids a vector of
-// rows at a time, wider rows one by one. Ranges from subnormal (2^-140) to 2^120, both signs,
-// constant rows and rows of signed zeros; 300 rows, so narrow widths take several batches.
+// rows at a time (16-bit metadata by its common cases, make_grid for the others), wider rows one
+// by one. Ranges from subnormal (2^-140) to 2^120 (fp16: 2^12), so fp16 scales and minima are
+// normal, subnormal and zero; both signs, constant rows, rows of signed zeros, rows whose
+// minimum is 0; 300 rows, so narrow widths take several batches.
 TEST_P(QuantCodec, StoresMakeGridsGridForEveryRowOnEveryInstructionSet) {
   const std::string name = GetParam();
   const auto codec = make_codec(name);
@@ -221,6 +223,10 @@ TEST_P(QuantCodec, StoresMakeGridsGridForEveryRowOnEveryInstructionSet) {
       if (i % 29 == 5) std::fill(&x(i, 0), &x(i, 0) + cols, mag);
       if (i % 31 == 7)
         for (std::int64_t j = 0; j < cols; ++j) x(i, j) = j % 2 == 0 ? -0.0f : 0.0f;
+      if (i % 37 == 11) {  // a ReLU output: lo exactly 0
+        for (std::int64_t j = 0; j < cols; ++j) x(i, j) = std::fabs(x(i, j));
+        x(i, cols / 2) = 0.0f;
+      }
     }
     const auto ids = iota_ids(rows, 3);
     test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
