@@ -195,9 +195,9 @@ TEST_P(QuantCodec, QuantizesEveryValueByTheDocumentedRuleOnEveryInstructionSet) 
 }
 
 // Every row's stored (lo, scale) is quant::make_grid of its minimum and maximum, bit for bit, on
-// every instruction set: narrow rows (at most 64 values) compute their float32 grids a vector of
-// rows at a time (16-bit metadata by its common cases, make_grid for the others), wider rows one
-// by one. Ranges from subnormal (2^-140) to 2^120 (fp16: 2^12), so fp16 scales and minima are
+// every instruction set: narrow rows (at most 64 values) compute their grids a vector of rows at
+// a time (batch_grids; 16-bit metadata by its common cases, make_grid for the others), wider rows
+// one by one. Ranges from subnormal (2^-140) to 2^120 (fp16: 2^12), so fp16 scales and minima are
 // normal, subnormal and zero; both signs, constant rows, rows of signed zeros, rows whose
 // minimum is 0; 300 rows, so narrow widths take several batches.
 TEST_P(QuantCodec, StoresMakeGridsGridForEveryRowOnEveryInstructionSet) {
