@@ -210,7 +210,7 @@ TEST_P(QuantCodec, StoresMakeGridsGridForEveryRowOnEveryInstructionSet) {
   for (const std::int64_t cols : {5, 16, 61, 131}) {
     const std::int64_t rows = 300;
     Matrix x(rows, cols);
-    const CounterRng draw({cols, RngPurpose::test, 5, 0});
+    const CounterRng draw({static_cast<std::uint64_t>(cols), RngPurpose::test, 5, 0});
     for (std::int64_t i = 0; i < rows; ++i) {
       const auto u = [&](std::int64_t j) {
         return draw.uniform(static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(j));
