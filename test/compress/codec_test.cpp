@@ -190,19 +190,29 @@ TEST_P(LossyCodec, ThrowsOnNonFiniteInputNamingTheGlobalRowId) {
   // NaNs of both signs: the q codecs find them by where their bits order (below -inf, above +inf).
   const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
                               INFINITY, -INFINITY};
-  for (float bad : bad_values) {
-    Matrix x = random_block(6, 11, 5);
-    x(3, 7) = bad;
-    x(5, 0) = bad;  // a later bad row: the message names the first one
-    const auto ids = iota_ids(6, 1000);
-    try {
-      encode(*codec, x.view(), make_ctx(ids));
-      ADD_FAILURE() << GetParam() << " accepted " << bad;
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find("codec " + GetParam() + ": non-finite value in row with global id 1003"),
-                std::string::npos) << msg;
-      EXPECT_NE(msg.find("column 7"), std::string::npos) << msg;
+  // A narrow odd width, and a width of whole vectors with more rows than a vector has lanes (the
+  // q codecs' ranges of such rows come from batch_ranges), on every instruction set.
+  struct Shape {
+    std::int64_t rows, cols, bad_row;
+  };
+  for (const Shape shape : {Shape{6, 11, 3}, Shape{40, 32, 19}}) {
+    for (float bad : bad_values) {
+      Matrix x = random_block(shape.rows, shape.cols, 5);
+      x(shape.bad_row, 7) = bad;
+      x(shape.rows - 1, 0) = bad;  // a later bad row: the message names the first one
+      const auto ids = iota_ids(shape.rows, 1000);
+      test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+        try {
+          encode(*codec, x.view(), make_ctx(ids));
+          ADD_FAILURE() << GetParam() << " accepted " << bad << " on " << kernels::to_string(isa);
+        } catch (const Error& e) {
+          const std::string msg = e.what();
+          EXPECT_NE(msg.find("codec " + GetParam() + ": non-finite value in row with global id " +
+                             std::to_string(1000 + shape.bad_row)),
+                    std::string::npos) << msg << " (" << kernels::to_string(isa) << ")";
+          EXPECT_NE(msg.find("column 7"), std::string::npos) << msg;
+        }
+      });
     }
   }
 }

@@ -207,7 +207,7 @@ TEST_P(QuantCodec, StoresMakeGridsGridForEveryRowOnEveryInstructionSet) {
   const auto meta = name.find("fp16meta") != std::string::npos   ? quant::MetaFormat::f16
                     : name.find("bf16meta") != std::string::npos ? quant::MetaFormat::bf16
                                                                  : quant::MetaFormat::f32;
-  for (const std::int64_t cols : {5, 16, 61, 131}) {
+  for (const std::int64_t cols : {5, 16, 48, 61, 64, 131}) {
     const std::int64_t rows = 300;
     Matrix x(rows, cols);
     const CounterRng draw({static_cast<std::uint64_t>(cols), RngPurpose::test, 5, 0});
