@@ -55,22 +55,6 @@ std::string format_float(double v) {
   return os.str();
 }
 
-/// Reads row i's grid from the metadata bytes.
-RowGrid read_grid(const std::byte* meta, std::int64_t i, MetaFormat m) {
-  RowGrid g;
-  if (m == MetaFormat::f32) {
-    std::memcpy(&g.lo, meta + i * 8, 4);
-    std::memcpy(&g.scale, meta + i * 8 + 4, 4);
-    return g;
-  }
-  std::uint16_t lo, scale;
-  std::memcpy(&lo, meta + i * 4, 2);
-  std::memcpy(&scale, meta + i * 4 + 2, 2);
-  g.lo = quant::meta16_value(lo, m);
-  g.scale = quant::meta16_value(scale, m);
-  return g;
-}
-
 /// Writes row i's grid into the metadata bytes.
 void write_grid(std::byte* meta, std::int64_t i, MetaFormat m, RowGrid g, std::uint16_t lo_bits,
                 std::uint16_t scale_bits) {

@@ -271,6 +271,48 @@ TEST_P(QuantCodec, DecodesConstantRowsExactly) {
   }
 }
 
+TEST(QuantCodecMetadata, DecodesEverySixteenBitPatternAsTheScalarConversionOnEveryInstructionSet) {
+  // Hand-made blocks: one row per 16-bit pattern p as lo and a permutation of the patterns as
+  // scale (zeros, subnormals, normals, infinities, NaNs of both signs), the row's two values
+  // q = 0 and q = B. Decoding must widen both halves as quant::meta16_value does (the decoders
+  // widen a batch of rows' metadata at once, without branches) and apply decode_value.
+  constexpr std::int64_t rows = 65536, cols = 2;
+  for (const auto& name : quant_names()) {
+    if (!meta16(name)) continue;
+    const auto codec = make_codec(name);
+    const int bits = bits_of(name);
+    const std::uint32_t levels = (1u << bits) - 1u;
+    const auto m = name.find("fp16meta") != std::string::npos ? quant::MetaFormat::f16 : quant::MetaFormat::bf16;
+    const EncodedSize size = codec->encoded_size(rows, cols);
+    std::vector<std::byte> enc(size.total(), std::byte{0});
+    const auto scale_bits = [](std::int64_t i) { return static_cast<std::uint16_t>((i * 40503 + 7) & 0xFFFF); };
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::uint16_t lo = static_cast<std::uint16_t>(i), scale = scale_bits(i);
+      std::memcpy(enc.data() + 4 * i, &lo, 2);
+      std::memcpy(enc.data() + 4 * i + 2, &scale, 2);
+      for (int b = 0; b < bits; ++b) {  // element 2i + 1 holds B (LSB-first), element 2i holds 0
+        const std::int64_t bit = (2 * i + 1) * bits + b;
+        const auto at = size.metadata + static_cast<std::size_t>(bit / 8);
+        enc[at] |= std::byte{static_cast<unsigned char>(1u << (bit % 8))};
+      }
+    }
+    const auto ids = iota_ids(rows);
+    test::on_every_cpu_isa([&](kernels::CpuIsa isa) {
+      const Matrix y = decode(*codec, enc, rows, cols, make_ctx(ids));
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const quant::RowGrid g{quant::meta16_value(static_cast<std::uint16_t>(i), m),
+                               quant::meta16_value(scale_bits(i), m)};
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float want = quant::decode_value(j == 0 ? 0u : levels, g), got = y(i, j);
+          ASSERT_TRUE(f16::float_bits(got) == f16::float_bits(want) || (std::isnan(got) && std::isnan(want)))
+              << name << " " << kernels::to_string(isa) << " lo bits " << i << " scale bits " << scale_bits(i)
+              << " value " << j << ": " << got << " != " << want;
+        }
+      }
+    });
+  }
+}
+
 TEST(QuantCodecMetadata, DecodesNonRepresentableConstantsWithinOneStepUsingSixteenBitMetadata) {
   for (const auto& name : quant_names()) {
     if (!meta16(name)) continue;
