@@ -7,8 +7,11 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/kernels.hpp"
 #include "test/kernels/kernel_test_util.hpp"
 
@@ -374,6 +377,45 @@ TEST(Dropout, MaskIsTheDocumentedCounterRngDrawAndBackwardReusesIt) {
   }
   // 5700 Bernoulli(0.7) draws: mean 3990, sd 35; 6 sd either side.
   EXPECT_NEAR(static_cast<double>(kept), 0.7 * rows * f, 210.0);
+}
+
+TEST(Dropout, KeepsTheElementWhoseDrawEqualsTheThresholdOnEveryInstructionSet) {
+  // Kept iff u >= p: with p exactly an element's 24-bit draw (threshold == draw) the element is
+  // kept, one step higher it is dropped; out of place (as the trainer drops the input features)
+  // and through the ReLU, on every instruction set, every other element by the same rule.
+  const RngKey key{4, RngPurpose::dropout, 2, 7};
+  const std::int64_t rows = 40, f = 64;
+  std::vector<GlobalId> ids(rows);
+  for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = 7 + 5 * i;
+  Matrix x = random_matrix(rows, f, 61);
+  for (float& v : x.host()) v = std::fabs(v) + 0.5f;  // positive: the ReLU keeps every value
+  const CounterRng rng(key);
+  for (const auto& [pi, pj] : {std::pair<std::int64_t, std::int64_t>{3, 17}, {22, 40}, {39, 63}}) {
+    const std::uint32_t draw = rng.word(static_cast<std::uint64_t>(ids[static_cast<std::size_t>(pi)]),
+                                        static_cast<std::uint64_t>(pj)) >> 8;
+    for (const std::uint32_t step : {0u, 1u}) {
+      if (draw + step >= (1u << 24)) continue;
+      const float p = static_cast<float>(draw + step) * (1.0f / 16777216.0f);
+      ASSERT_EQ(CounterRng::keep_threshold(p), static_cast<std::int32_t>(draw + step));
+      for (const kernels::CpuIsa isa : {kernels::CpuIsa::sse2, kernels::CpuIsa::avx2, kernels::CpuIsa::avx512}) {
+        kernels::set_cpu_isa_limit(isa);
+        SCOPED_TRACE(std::string(kernels::to_string(kernels::cpu_isa())) + ", step " + std::to_string(step));
+        Matrix y(rows, f), yr(rows, f);
+        kernels::dropout_forward(cpu(), key, ids.data(), p, x.view(), y.view());
+        kernels::relu_dropout_forward(cpu(), key, ids.data(), p, x.view(), yr.view());
+        for (std::int64_t i = 0; i < rows; ++i)
+          for (std::int64_t j = 0; j < f; ++j) {
+            const bool keep = rng.uniform(static_cast<std::uint64_t>(ids[static_cast<std::size_t>(i)]),
+                                          static_cast<std::uint64_t>(j)) >= p;
+            if (i == pi && j == pj) ASSERT_EQ(keep, step == 0);
+            const float want = keep ? x(i, j) * CounterRng::keep_scale(p) : 0.0f;
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(y(i, j)), std::bit_cast<std::uint32_t>(want)) << i << ", " << j;
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(yr(i, j)), std::bit_cast<std::uint32_t>(want)) << i << ", " << j;
+          }
+      }
+    }
+  }
+  kernels::set_cpu_isa_limit(kernels::detected_cpu_isa());
 }
 
 TEST(Dropout, ZeroProbabilityIsTheIdentity) {
