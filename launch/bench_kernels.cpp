@@ -810,17 +810,24 @@ int run(int argc, char** argv) {
     const std::int64_t f = hidden;
     const Transposed at = transpose(a);
     const Matrix z = random_matrix(n, f, 19), gy = random_matrix(n, f, 20);
-    const Matrix att = random_matrix(1, f, 21);
-    Matrix s_dst(n, 1), s_src(n, 1), y(n, f), gz(n, f), gs_dst(n, 1), gs_src(n, 1), ga(1, f);
+    const Matrix att_dst = random_matrix(1, f, 21), att_src = random_matrix(1, f, 22);
+    Matrix s_dst(n, 1), s_src(n, 1), y(n, f), gz(n, f), gs_dst(n, 1), gs_src(n, 1), ga_dst(1, f),
+        ga_src(1, f);
     std::vector<float> alpha(static_cast<std::size_t>(nnz)), edge_grad(alpha.size());
     const double zf = 4.0 * static_cast<double>(n * f);
     const double shape_bytes = structure;  // row_ptr + col (multiplicities are ones)
-    table.add("head_dot", dims(n, f),
+    // Both attention vectors' scores of every row (one rank: every row is a destination).
+    table.add("head_scores", dims(n, f),
               best_seconds(reps, [&] {
-                kernels::head_dot(dev, z.view(), att.data(), 1, s_src.data());
+#ifdef HALOGNN_BENCH_BASELINE  // a tree before head_scores: one pass per attention vector
+                kernels::head_dot(dev, z.view(), att_dst.data(), 1, s_dst.data());
+                kernels::head_dot(dev, z.view(), att_src.data(), 1, s_src.data());
+#else
+                kernels::head_scores(dev, z.view(), n, att_dst.data(), att_src.data(), 1,
+                                     s_dst.data(), s_src.data());
+#endif
               }),
-              zf + 4.0 * n, 2.0 * static_cast<double>(n * f));
-    kernels::head_dot(dev, z.view(), att.data(), 1, s_dst.data());
+              zf + 8.0 * n, 4.0 * static_cast<double>(n * f));
     const double t_gat = best_seconds(reps, [&] {
       kernels::gat_aggregate(dev, pattern, z.view(), s_dst.data(), s_src.data(), 1, 0.2f,
                              alpha.data(), nullptr, y.view());
@@ -848,12 +855,20 @@ int run(int argc, char** argv) {
     gather_limit("gat_aggregate_backward", at.t.view(), f, f, t_gat_back, threads, reps,
                  gather_limits);
 #endif
-    table.add("head_dot_backward", dims(n, f),
+    table.add("head_scores_backward", dims(n, f),
               best_seconds(reps, [&] {
-                kernels::head_dot_backward(dev, z.view(), att.data(), 1, gs_src.data(), gz.view(),
-                                           ga.data());
+#ifdef HALOGNN_BENCH_BASELINE
+                kernels::head_dot_backward(dev, z.view(), att_dst.data(), 1, gs_dst.data(),
+                                           gz.view(), ga_dst.data());
+                kernels::head_dot_backward(dev, z.view(), att_src.data(), 1, gs_src.data(),
+                                           gz.view(), ga_src.data());
+#else
+                kernels::head_scores_backward(dev, z.view(), n, att_dst.data(), att_src.data(), 1,
+                                              gs_dst.data(), gs_src.data(), gz.view(),
+                                              ga_dst.data(), ga_src.data());
+#endif
               }),
-              3 * zf + 4.0 * n, 4.0 * static_cast<double>(n * f));
+              3 * zf + 8.0 * n, 8.0 * static_cast<double>(n * f));
   }
   results["rows"] = table.rows();
   results["gather_limits"] = gather_limits;

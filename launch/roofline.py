@@ -107,7 +107,8 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
         else:  # gat
             params += fi * w + 2 * w + fo
             s.gemm(f"L{l} gemm x W", m, fi, w)
-            s.add(f"L{l} head_dot (dst, src)", F32 * (n + m) * (w + h), 2.0 * (n + m) * w)
+            # Both attention vectors' scores from one read of z (dst: the n owned rows).
+            s.add(f"L{l} head_scores", F32 * m * w + F32 * (n + m) * h, 2.0 * (n + m) * w)
             s.add(f"L{l} gat_aggregate", F32 * (n + 1) + F32 * e + F32 * (m + n) * w
                   + F32 * (n + m) * h + F32 * e * h, 2.0 * e * w + 6.0 * e * h)
             s.add(f"L{l} bias", 2 * F32 * n * fo + F32 * fo, n * fo)
@@ -157,7 +158,9 @@ def training_step(model, dims, n, m, edges, sent, dropout, ranks):
             s.add(f"L{l} gat_aggregate_backward",
                   2 * (F32 * (n + 1) + F32 * e) + F32 * m * w + F32 * n * w + F32 * m * w
                   + 2 * F32 * e * h + F32 * (n + m) * h, 4.0 * e * w + 8.0 * e * h)
-            s.add(f"L{l} head_dot_backward (dst, src)", 3 * F32 * (n + m) * w, 2.0 * (n + m) * w)
+            # One pass: z read, gz read and written, the score gradients read.
+            s.add(f"L{l} head_scores_backward", 3 * F32 * m * w + F32 * (n + m) * h,
+                  4.0 * (n + m) * w)
             s.gemm(f"L{l} gemm x^T gz (+=)", fi, m, w, accumulate=True)
             if need_gx:
                 s.gemm(f"L{l} gemm gz W^T", m, w, fi)

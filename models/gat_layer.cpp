@@ -70,9 +70,8 @@ class GatLayer final : public Layer {
     }
     Matrix& s_dst = ensure(s_dst_, n_own, heads_, dev_);
     Matrix& s_src = ensure(s_src_, n_local, heads_, dev_);
-    kernels::head_dot(dev, z.cview().rows_range(0, n_own), att_dst_.value.data(), heads_,
-                      s_dst.data());
-    kernels::head_dot(dev, z.view(), att_src_.value.data(), heads_, s_src.data());
+    kernels::head_scores(dev, z.view(), n_own, att_dst_.value.data(), att_src_.value.data(), heads_,
+                         s_dst.data(), s_src.data());
     // Attention-coefficient dropout (training only): the multiplier of edge (v, u) and head h is
     // keyed by (seed, epoch, layer, global v, global u, h), so every rank draws the same one.
     used_drop_ = ctx.training && cfg_.attention_dropout > 0;
@@ -126,10 +125,9 @@ class GatLayer final : public Layer {
     if (used_value_drop_)
       kernels::dropout_backward(dev, value_key_, global_ids_, cfg_.value_dropout, gz.view(), gz.view());
     // Scores are linear in z: route their gradients into z and the attention vectors.
-    kernels::head_dot_backward(dev, z_.cview().rows_range(0, n_own), att_dst_.value.data(), heads_,
-                               gs_dst.data(), gz.view().rows_range(0, n_own), att_dst_.grad.data());
-    kernels::head_dot_backward(dev, z_.view(), att_src_.value.data(), heads_, gs_src.data(),
-                               gz.view(), att_src_.grad.data());
+    kernels::head_scores_backward(dev, z_.view(), n_own, att_dst_.value.data(), att_src_.value.data(),
+                                  heads_, gs_dst.data(), gs_src.data(), gz.view(),
+                                  att_dst_.grad.data(), att_src_.grad.data());
     if (used_sparse_) {
       input_matmul_transpose(dev, x_csr_, gz.view(), weight_.grad.view());
     } else {

@@ -383,21 +383,28 @@ TEST_F(CudaKernels, OptimiserStepsMatchReference) {
 TEST_F(CudaKernels, HeadKernelsMatchReference) {
   const std::int32_t heads = 3;
   const std::int64_t rows = 41, f = 5;
+  const std::int64_t n_dst = 29;  // destination rows: a prefix, as a rank's owned rows
   const Matrix z = random_matrix(rows, heads * f, 80), a = random_matrix(heads, f, 81);
-  const Matrix zg = up(z), ag = up(a);
-  Matrix s(rows, heads), sg(rows, heads, gpu);
-  kernels::head_dot(*cpu, z.view(), a.data(), heads, s.data());
-  kernels::head_dot(*gpu, zg.view(), ag.data(), heads, sg.data());
-  expect_close(sg.to_host(), s.to_host(), kDotTol, "head_dot");
+  const Matrix b = random_matrix(heads, f, 85);
+  const Matrix zg = up(z), ag = up(a), bg = up(b);
+  Matrix s_dst(n_dst, heads), s_src(rows, heads), sg_dst(n_dst, heads, gpu), sg_src(rows, heads, gpu);
+  kernels::head_scores(*cpu, z.view(), n_dst, a.data(), b.data(), heads, s_dst.data(), s_src.data());
+  kernels::head_scores(*gpu, zg.view(), n_dst, ag.data(), bg.data(), heads, sg_dst.data(), sg_src.data());
+  expect_close(sg_dst.to_host(), s_dst.to_host(), kDotTol, "head_scores dst");
+  expect_close(sg_src.to_host(), s_src.to_host(), kDotTol, "head_scores src");
 
-  const Matrix gs = random_matrix(rows, heads, 82);
-  const Matrix gsg = up(gs);
-  Matrix gz = random_matrix(rows, heads * f, 83), ga = random_matrix(heads, f, 84);
-  Matrix gzg = up(gz), gag = up(ga);
-  kernels::head_dot_backward(*cpu, z.view(), a.data(), heads, gs.data(), gz.view(), ga.data());
-  kernels::head_dot_backward(*gpu, zg.view(), ag.data(), heads, gsg.data(), gzg.view(), gag.data());
-  expect_close(gzg.to_host(), gz.to_host(), kDotTol, "head_dot_backward gz");
-  expect_close(gag.to_host(), ga.to_host(), kDotTol, "head_dot_backward ga");
+  const Matrix gs_dst = random_matrix(n_dst, heads, 82), gs_src = random_matrix(rows, heads, 86);
+  const Matrix gsg_dst = up(gs_dst), gsg_src = up(gs_src);
+  Matrix gz = random_matrix(rows, heads * f, 83), ga_dst = random_matrix(heads, f, 84);
+  Matrix ga_src = random_matrix(heads, f, 87);
+  Matrix gzg = up(gz), gag_dst = up(ga_dst), gag_src = up(ga_src);
+  kernels::head_scores_backward(*cpu, z.view(), n_dst, a.data(), b.data(), heads, gs_dst.data(),
+                                gs_src.data(), gz.view(), ga_dst.data(), ga_src.data());
+  kernels::head_scores_backward(*gpu, zg.view(), n_dst, ag.data(), bg.data(), heads, gsg_dst.data(),
+                                gsg_src.data(), gzg.view(), gag_dst.data(), gag_src.data());
+  expect_close(gzg.to_host(), gz.to_host(), kDotTol, "head_scores_backward gz");
+  expect_close(gag_dst.to_host(), ga_dst.to_host(), kDotTol, "head_scores_backward ga_dst");
+  expect_close(gag_src.to_host(), ga_src.to_host(), kDotTol, "head_scores_backward ga_src");
 
   Matrix y(rows, f), yg(rows, f, gpu);
   kernels::head_mean(*cpu, z.view(), heads, y.view());

@@ -366,8 +366,14 @@ std::vector<float> run_all_kernels() {
       const Matrix gy = random_matrix(120, w, 39);
       Matrix s_dst(120, heads), s_src(120, heads), y(120, w), gz(120, w), gs_dst(120, heads),
           gs_src(120, heads), alpha(1, ga.nnz() * heads), edge(1, ga.nnz() * heads);
-      kernels::head_dot(cpu(), z.view(), att.data(), heads, s_src.data());
-      kernels::head_dot(cpu(), gy.view(), att.data(), heads, s_dst.data());
+      // Scores from z (source) and from gy (destination): two calls, each leaving the other's
+      // scores (n_dst 0: none of the first call's destination rows; the second's source scores
+      // land in a scratch).
+      Matrix unused(120, heads);
+      kernels::head_scores(cpu(), z.view(), 0, att.data(), att.data(), heads, s_dst.data(),
+                           s_src.data());
+      kernels::head_scores(cpu(), gy.view(), 120, att.data(), att.data(), heads, s_dst.data(),
+                           unused.data());
       // Without and with attention dropout (its own path through the SpMM row kernel).
       std::vector<GlobalId> ids(120);
       for (int i = 0; i < 120; ++i) ids[static_cast<std::size_t>(i)] = 7 + 2 * i;

@@ -22,34 +22,77 @@ using test::random_matrix;
 
 const Device& cpu() { return *cpu_device(); }
 
-TEST(HeadKernels, DotMeanAndTheirBackwardMatchNaiveLoops) {
-  const int heads = 3, f = 5, rows = 23;
-  const Matrix z = random_matrix(rows, heads * f, 1);
-  const Matrix a = random_matrix(heads, f, 2);
-  std::vector<float> s(rows * heads);
-  kernels::head_dot(cpu(), z.view(), a.data(), heads, s.data());
-  for (int v = 0; v < rows; ++v) {
-    for (int h = 0; h < heads; ++h) {
-      double want = 0.0;
-      for (int j = 0; j < f; ++j) want += double(a(h, j)) * z(v, h * f + j);
-      EXPECT_NEAR(s[v * heads + h], want, 1e-6);
-    }
-  }
-  const Matrix gs = random_matrix(rows, heads, 3);
-  Matrix gz = random_matrix(rows, heads * f, 4);
-  const Matrix gz0 = gz.clone();
-  std::vector<float> ga(heads * f, 1.0f);
-  kernels::head_dot_backward(cpu(), z.view(), a.data(), heads, gs.data(), gz.view(), ga.data());
-  for (int h = 0; h < heads; ++h) {
-    for (int j = 0; j < f; ++j) {
-      double want = 1.0;
-      for (int v = 0; v < rows; ++v) want += double(gs(v, h)) * z(v, h * f + j);
-      EXPECT_NEAR(ga[h * f + j], want, 1e-5);
-      for (int v = 0; v < rows; ++v) {
-        EXPECT_NEAR(gz(v, h * f + j), gz0(v, h * f + j) + double(gs(v, h)) * a(h, j), 1e-6);
+TEST(HeadKernels, ScoresMeanAndTheirBackwardMatchNaiveLoopsOnEveryInstructionSet) {
+  // Small and parallel sizes (rows x width >= 2^16 runs on the threads), the destination rows
+  // ending inside a block of 64 rows, on a block boundary, at 0 and at the last row.
+  struct Shape {
+    int rows, heads, f, n_dst;
+  };
+  for (const Shape sh : {Shape{23, 3, 5, 23}, Shape{150, 3, 5, 100}, Shape{150, 1, 7, 0},
+                         Shape{3000, 2, 24, 2000}, Shape{3000, 2, 24, 1984}}) {
+    const int heads = sh.heads, f = sh.f, rows = sh.rows, n_dst = sh.n_dst;
+    const std::string where = "rows " + std::to_string(rows) + ", heads " + std::to_string(heads) +
+                              ", n_dst " + std::to_string(n_dst);
+    const Matrix z = random_matrix(rows, heads * f, 1);
+    const Matrix a_dst = random_matrix(heads, f, 2), a_src = random_matrix(heads, f, 5);
+    // Beyond n_dst rows s_dst must stay as it was.
+    std::vector<float> s_dst(rows * heads, -7.0f), s_src(rows * heads);
+    kernels::head_scores(cpu(), z.view(), n_dst, a_dst.data(), a_src.data(), heads, s_dst.data(),
+                         s_src.data());
+    for (int v = 0; v < rows; ++v) {
+      for (int h = 0; h < heads; ++h) {
+        double want_dst = 0.0, want_src = 0.0;
+        for (int j = 0; j < f; ++j) {
+          want_dst += double(a_dst(h, j)) * z(v, h * f + j);
+          want_src += double(a_src(h, j)) * z(v, h * f + j);
+        }
+        if (v < n_dst) {
+          EXPECT_NEAR(s_dst[v * heads + h], want_dst, 1e-5) << where << ", row " << v;
+        } else {
+          EXPECT_EQ(s_dst[v * heads + h], -7.0f) << where << ", row " << v;
+        }
+        EXPECT_NEAR(s_src[v * heads + h], want_src, 1e-5) << where << ", row " << v;
       }
     }
+    // The same vector for both: the destination scores are the source scores' bits.
+    std::vector<float> same_dst(rows * heads), same_src(rows * heads);
+    kernels::head_scores(cpu(), z.view(), n_dst, a_src.data(), a_src.data(), heads,
+                         same_dst.data(), same_src.data());
+    for (int e = 0; e < n_dst * heads; ++e) ASSERT_EQ(same_dst[e], same_src[e]) << where;
+    const Matrix gs_dst = random_matrix(rows, heads, 3), gs_src = random_matrix(rows, heads, 6);
+    const Matrix gz0 = random_matrix(rows, heads * f, 4);
+    const CpuIsa widest = kernels::detected_cpu_isa();
+    for (int isa = 0; isa <= static_cast<int>(widest); ++isa) {
+      kernels::set_cpu_isa_limit(static_cast<CpuIsa>(isa));
+      const std::string at = where + ", " + kernels::to_string(static_cast<CpuIsa>(isa));
+      Matrix gz = gz0.clone();
+      std::vector<float> ga_dst(heads * f, 1.0f), ga_src(heads * f, 2.0f);
+      kernels::head_scores_backward(cpu(), z.view(), n_dst, a_dst.data(), a_src.data(), heads,
+                                    gs_dst.data(), gs_src.data(), gz.view(), ga_dst.data(),
+                                    ga_src.data());
+      for (int h = 0; h < heads; ++h) {
+        for (int j = 0; j < f; ++j) {
+          double want_dst = 1.0, want_src = 2.0;
+          for (int v = 0; v < rows; ++v) {
+            if (v < n_dst) want_dst += double(gs_dst(v, h)) * z(v, h * f + j);
+            want_src += double(gs_src(v, h)) * z(v, h * f + j);
+          }
+          EXPECT_NEAR(ga_dst[h * f + j], want_dst, 1e-3) << at;
+          EXPECT_NEAR(ga_src[h * f + j], want_src, 1e-3) << at;
+          for (int v = 0; v < rows; ++v) {
+            // The destination term first, then the source term, each a multiply then an add.
+            float want = gz0(v, h * f + j);
+            if (v < n_dst) want = gs_dst(v, h) * a_dst(h, j) + want;
+            want = gs_src(v, h) * a_src(h, j) + want;
+            ASSERT_EQ(gz(v, h * f + j), want) << at << ", row " << v << ", column " << h * f + j;
+          }
+        }
+      }
+    }
+    kernels::set_cpu_isa_limit(widest);
   }
+  const int heads = 3, f = 5, rows = 23;
+  const Matrix z = random_matrix(rows, heads * f, 1);
   Matrix mean(rows, f), back(rows, heads * f);
   kernels::head_mean(cpu(), z.view(), heads, mean.view());
   kernels::head_mean_backward(cpu(), mean.view(), heads, back.view());

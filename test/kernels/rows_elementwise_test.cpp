@@ -407,7 +407,9 @@ TEST(Dropout, KeepsTheElementWhoseDrawEqualsTheThresholdOnEveryInstructionSet) {
           for (std::int64_t j = 0; j < f; ++j) {
             const bool keep = rng.uniform(static_cast<std::uint64_t>(ids[static_cast<std::size_t>(i)]),
                                           static_cast<std::uint64_t>(j)) >= p;
-            if (i == pi && j == pj) ASSERT_EQ(keep, step == 0);
+            if (i == pi && j == pj) {
+              ASSERT_EQ(keep, step == 0);
+            }
             const float want = keep ? x(i, j) * CounterRng::keep_scale(p) : 0.0f;
             ASSERT_EQ(std::bit_cast<std::uint32_t>(y(i, j)), std::bit_cast<std::uint32_t>(want)) << i << ", " << j;
             ASSERT_EQ(std::bit_cast<std::uint32_t>(yr(i, j)), std::bit_cast<std::uint32_t>(want)) << i << ", " << j;

@@ -133,9 +133,7 @@ __global__ void gat_backward_cols_kernel(CsrView a_t, const std::int32_t* t_to_a
   if (lane == 0) gs_src[u * heads + h] = src_sum;
 }
 
-}  // namespace
-
-void head_dot(ConstDenseView z, const float* a, std::int32_t heads, float* s) {
+void head_dot_one(ConstDenseView z, const float* a, std::int32_t heads, float* s) {
   const std::int64_t f = head_width(z.cols, heads), cols = z.cols;
   const float* zs = z.data;
   detail::for_each(detail::current_context(), z.rows * heads, [=] __device__(std::int64_t e) {
@@ -146,9 +144,9 @@ void head_dot(ConstDenseView z, const float* a, std::int32_t heads, float* s) {
   });
 }
 
-void head_dot_backward(ConstDenseView z, const float* a, std::int32_t heads, const float* gs,
+void head_dot_backward_one(ConstDenseView z, const float* a, std::int32_t heads, const float* gs,
                        DenseView gz, float* ga) {
-  GNN_ASSERT(gz.rows == z.rows && gz.cols == z.cols, "head_dot_backward: shapes differ");
+  GNN_ASSERT(gz.rows == z.rows && gz.cols == z.cols, "head_scores_backward: shapes differ");
   const std::int64_t f = head_width(z.cols, heads), width = z.cols;
   if (width == 0) return;
   CudaContext& ctx = detail::current_context();
@@ -164,6 +162,25 @@ void head_dot_backward(ConstDenseView z, const float* a, std::int32_t heads, con
         return static_cast<double>(gs[v * heads + c / f] * zs[v * width + c]);
       },
       [=] __device__(std::int64_t c, double sum) { ga[c] += static_cast<float>(sum); });
+}
+
+}  // namespace
+
+void head_scores(ConstDenseView z, std::int64_t n_dst, const float* a_dst, const float* a_src,
+                 std::int32_t heads, float* s_dst, float* s_src) {
+  GNN_ASSERT(n_dst >= 0 && n_dst <= z.rows, "head_scores: ", n_dst, " destination rows of ", z.rows);
+  // Two launches: on the device z's rows are read from its memory once a launch either way.
+  head_dot_one(z.rows_range(0, n_dst), a_dst, heads, s_dst);
+  head_dot_one(z, a_src, heads, s_src);
+}
+
+void head_scores_backward(ConstDenseView z, std::int64_t n_dst, const float* a_dst,
+                          const float* a_src, std::int32_t heads, const float* gs_dst,
+                          const float* gs_src, DenseView gz, float* ga_dst, float* ga_src) {
+  GNN_ASSERT(n_dst >= 0 && n_dst <= z.rows, "head_scores_backward: ", n_dst,
+             " destination rows of ", z.rows);
+  head_dot_backward_one(z.rows_range(0, n_dst), a_dst, heads, gs_dst, gz.rows_range(0, n_dst), ga_dst);
+  head_dot_backward_one(z, a_src, heads, gs_src, gz, ga_src);
 }
 
 void head_mean(ConstDenseView x, std::int32_t heads, DenseView y) {

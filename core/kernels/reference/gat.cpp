@@ -65,6 +65,9 @@ struct GatTransposedArgs {
 #define HALOGNN_ISA_BODY "core/kernels/reference/gat_backward_rows.inc"
 #include "core/kernels/reference/per_isa.inc"
 #undef HALOGNN_ISA_BODY
+#define HALOGNN_ISA_BODY "core/kernels/reference/gat_score_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 using DotsFn = void (*)(const float*, const float* const*, std::int64_t, std::int64_t, float*);
 
@@ -75,6 +78,18 @@ DotsFn dots_fn() {
     case CpuIsa::sse2: break;
   }
   return isa_sse2::dots_n;
+}
+
+using ScoreGradRowsFn = void (*)(const float*, const float*, const float*, bool, float, float,
+                                 std::int64_t, float*, float*, float*);
+
+ScoreGradRowsFn score_grad_rows_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::score_grad_rows;
+    case CpuIsa::avx2: return isa_avx2::score_grad_rows;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::score_grad_rows;
 }
 
 using TransposedRowsFn = void (*)(const GatTransposedArgs&, std::int64_t, std::int64_t,
@@ -91,52 +106,66 @@ TransposedRowsFn transposed_rows_fn() {
 
 }  // namespace
 
-void head_dot(ConstDenseView z, const float* a, std::int32_t heads, float* s) {
+void head_scores(ConstDenseView z, std::int64_t n_dst, const float* a_dst, const float* a_src,
+                 std::int32_t heads, float* s_dst, float* s_src) {
+  GNN_ASSERT(n_dst >= 0 && n_dst <= z.rows, "head_scores: ", n_dst, " destination rows of ", z.rows);
   const std::int64_t f = head_width(z.cols, heads);
   const DotsFn dots = dots_fn();
+  // Blocks of 64 rows: the source dot products read the block's rows from memory, the
+  // destination ones right after them from the cache.
   constexpr std::int64_t kRows = 64;
   const std::int64_t blocks = (z.rows + kRows - 1) / kRows;
 #pragma omp parallel for schedule(static) if (z.rows * z.cols >= (1 << 16))
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t v0 = blk * kRows, v1 = std::min(z.rows, v0 + kRows);
+    const std::int64_t d1 = std::clamp(n_dst, v0, v1);
     const float* rows[kRows];
     float out[kRows];
     for (std::int32_t h = 0; h < heads; ++h) {
       for (std::int64_t v = v0; v < v1; ++v) rows[v - v0] = z.row(v) + h * f;
-      dots(a + h * f, rows, v1 - v0, f, out);
-      for (std::int64_t v = v0; v < v1; ++v) s[v * heads + h] = out[v - v0];
+      dots(a_src + h * f, rows, v1 - v0, f, out);
+      for (std::int64_t v = v0; v < v1; ++v) s_src[v * heads + h] = out[v - v0];
+      if (d1 == v0) continue;
+      dots(a_dst + h * f, rows, d1 - v0, f, out);
+      for (std::int64_t v = v0; v < d1; ++v) s_dst[v * heads + h] = out[v - v0];
     }
   }
 }
 
-void head_dot_backward(ConstDenseView z, const float* a, std::int32_t heads, const float* gs,
-                       DenseView gz, float* ga) {
-  GNN_ASSERT(gz.rows == z.rows && gz.cols == z.cols, "head_dot_backward: shapes differ");
+void head_scores_backward(ConstDenseView z, std::int64_t n_dst, const float* a_dst,
+                          const float* a_src, std::int32_t heads, const float* gs_dst,
+                          const float* gs_src, DenseView gz, float* ga_dst, float* ga_src) {
+  GNN_ASSERT(gz.rows == z.rows && gz.cols == z.cols, "head_scores_backward: shapes differ");
+  GNN_ASSERT(n_dst >= 0 && n_dst <= z.rows, "head_scores_backward: ", n_dst,
+             " destination rows of ", z.rows);
   const std::int64_t f = head_width(z.cols, heads), width = z.cols;
   if (width == 0) return;
+  const ScoreGradRowsFn rows = score_grad_rows_fn();
   const int threads = omp_get_max_threads();
-  std::vector<float> partial(static_cast<std::size_t>(threads * width), 0.0f);
+  // Per thread, the partial sums of ga_dst, then of ga_src (rows in the static schedule's order).
+  std::vector<float> partial(static_cast<std::size_t>(threads * 2 * width), 0.0f);
 #pragma omp parallel num_threads(threads)
   {
-    float* acc = partial.data() + static_cast<std::int64_t>(omp_get_thread_num()) * width;
+    float* acc_dst = partial.data() + static_cast<std::int64_t>(omp_get_thread_num()) * 2 * width;
+    float* acc_src = acc_dst + width;
 #pragma omp for schedule(static)
     for (std::int64_t v = 0; v < z.rows; ++v) {
-      const float* zr = z.row(v);
-      float* gr = gz.row(v);
       for (std::int32_t h = 0; h < heads; ++h) {
-        const float g = gs[v * heads + h];
-#pragma omp simd
-        for (std::int64_t j = 0; j < f; ++j) {
-          gr[h * f + j] += g * a[h * f + j];
-          acc[h * f + j] += g * zr[h * f + j];
-        }
+        const std::int64_t o = h * f;
+        const bool dst = v < n_dst;
+        rows(z.row(v) + o, a_dst + o, a_src + o, dst, dst ? gs_dst[v * heads + h] : 0.0f,
+             gs_src[v * heads + h], f, gz.row(v) + o, acc_dst + o, acc_src + o);
       }
     }
   }
   for (std::int64_t j = 0; j < width; ++j) {
-    float sum = 0.0f;
-    for (int t = 0; t < threads; ++t) sum += partial[static_cast<std::size_t>(t * width + j)];
-    ga[j] += sum;
+    float sum_dst = 0.0f, sum_src = 0.0f;
+    for (int t = 0; t < threads; ++t) {
+      sum_dst += partial[static_cast<std::size_t>(t * 2 * width + j)];
+      sum_src += partial[static_cast<std::size_t>(t * 2 * width + width + j)];
+    }
+    ga_dst[j] += sum_dst;
+    ga_src[j] += sum_src;
   }
 }
 
