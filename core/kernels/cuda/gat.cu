@@ -145,7 +145,7 @@ void head_dot_one(ConstDenseView z, const float* a, std::int32_t heads, float* s
 }
 
 void head_dot_backward_one(ConstDenseView z, const float* a, std::int32_t heads, const float* gs,
-                       DenseView gz, float* ga) {
+                           DenseView gz, float* ga) {
   GNN_ASSERT(gz.rows == z.rows && gz.cols == z.cols, "head_scores_backward: shapes differ");
   const std::int64_t f = head_width(z.cols, heads), width = z.cols;
   if (width == 0) return;
@@ -169,7 +169,7 @@ void head_dot_backward_one(ConstDenseView z, const float* a, std::int32_t heads,
 void head_scores(ConstDenseView z, std::int64_t n_dst, const float* a_dst, const float* a_src,
                  std::int32_t heads, float* s_dst, float* s_src) {
   GNN_ASSERT(n_dst >= 0 && n_dst <= z.rows, "head_scores: ", n_dst, " destination rows of ", z.rows);
-  // Two launches: on the device z's rows are read from its memory once a launch either way.
+  // One launch per attention vector (the CPU's single pass is not written for the device).
   head_dot_one(z.rows_range(0, n_dst), a_dst, heads, s_dst);
   head_dot_one(z, a_src, heads, s_src);
 }
@@ -179,7 +179,8 @@ void head_scores_backward(ConstDenseView z, std::int64_t n_dst, const float* a_d
                           const float* gs_src, DenseView gz, float* ga_dst, float* ga_src) {
   GNN_ASSERT(n_dst >= 0 && n_dst <= z.rows, "head_scores_backward: ", n_dst,
              " destination rows of ", z.rows);
-  head_dot_backward_one(z.rows_range(0, n_dst), a_dst, heads, gs_dst, gz.rows_range(0, n_dst), ga_dst);
+  head_dot_backward_one(z.rows_range(0, n_dst), a_dst, heads, gs_dst, gz.rows_range(0, n_dst),
+                        ga_dst);
   head_dot_backward_one(z, a_src, heads, gs_src, gz, ga_src);
 }
 
