@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <limits>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -10,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/kernels.hpp"
+#include "core/kernels/reference/exp_math.hpp"
 #include "test/kernels/kernel_test_util.hpp"
 
 namespace halognn {
@@ -226,11 +230,105 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GatAggregate,
                                            std::make_tuple(3, false, true),
                                            std::make_tuple(2, true, true)));
 
+/// The sum of 16 lanes added as halves, quarters, eighths, pairs (the kernels' fixed tree; l is a
+/// copy).
+float lane_tree(const float (&in)[16]) {
+  float l[16];
+  std::copy(std::begin(in), std::end(in), l);
+  for (int width = 8; width >= 1; width /= 2)
+    for (int i = 0; i < width; ++i) l[i] = l[i] + l[i + width];
+  return l[0];
+}
+
+/// exp_nonpositive (the edge softmax's exp) against the double-precision exp, rounded: every
+/// 211th float from -0 down to -87 within 1 ulp, then the values with their own rules.
+TEST(ExpNonpositive, IsExpWithinOneUlpDownToMinus87AndZeroBelow) {
+  std::int64_t worst = 0, swept = 0;
+  for (std::uint32_t bits = 0x80000000u; bits <= std::bit_cast<std::uint32_t>(-87.0f); bits += 211, ++swept) {
+    const float x = std::bit_cast<float>(bits);
+    const float got = kernels::reference::exp_nonpositive(x);
+    const auto want = static_cast<float>(std::exp(static_cast<double>(x)));
+    const std::int64_t ulps =
+        std::abs(static_cast<std::int64_t>(std::bit_cast<std::int32_t>(got)) - std::bit_cast<std::int32_t>(want));
+    ASSERT_LE(ulps, 1) << "x = " << x << ": " << got << " against " << want;
+    worst = std::max(worst, ulps);
+  }
+  EXPECT_GT(swept, 5'000'000);
+  using kernels::reference::exp_nonpositive;
+  EXPECT_EQ(exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(exp_nonpositive(-0.0f), 1.0f);
+  EXPECT_EQ(exp_nonpositive(-1e-40f), 1.0f);  // a subnormal
+  EXPECT_EQ(exp_nonpositive(std::nextafter(-87.0f, -100.0f)), 0.0f);
+  EXPECT_EQ(exp_nonpositive(-1e30f), 0.0f);
+  EXPECT_EQ(exp_nonpositive(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isnan(exp_nonpositive(std::numeric_limits<float>::quiet_NaN())));
+  std::printf("worst error over %lld floats: %lld ulp\n", static_cast<long long>(swept),
+              static_cast<long long>(worst));
+}
+
+/// The coefficients gat_aggregate stores, computed the way gat_softmax_rows.inc documents them:
+/// per destination row and head the scores LeakyReLU(s_dst + s_src), their maximum, exp of each
+/// score minus it (times the entry's value), the sum with lane (k mod 16) taking the row's entries
+/// k in order and the lanes added by lane_tree, each term times the sum's reciprocal. Degrees 0 to
+/// about 50 (a 16-lane group and a remainder, several groups), scores spread so that some
+/// exponentials are below exp(-87) (+0), with and without values, one and three heads, bit for
+/// bit on every instruction set.
+TEST(GatAggregate, SoftmaxGivesTheDocumentedOperationsBitsOnEveryInstructionSet) {
+  const int rows = 300, cols = 80, f = 2;
+  const float slope = 0.2f;
+  const CpuIsa widest = kernels::detected_cpu_isa();
+  for (const bool values : {false, true}) {
+    const auto host = random_csr(rows, cols, 60, values, 61);
+    const CsrMatrix a = host.to_device();
+    for (const int heads : {1, 3}) {
+      const Matrix z = random_matrix(cols, heads * f, 62);
+      Matrix sd = random_matrix(rows, heads, 63), ss = random_matrix(cols, heads, 64);
+      for (float& x : ss.host()) x *= 80.0f;  // differences beyond 87 within a row
+      std::vector<float> want(static_cast<std::size_t>(a.nnz() * heads));
+      for (std::int64_t v = 0; v < rows; ++v) {
+        const std::int32_t begin = host.row_ptr[v], end = host.row_ptr[v + 1];
+        for (int h = 0; h < heads; ++h) {
+          std::vector<float> e;
+          float m = -std::numeric_limits<float>::infinity();
+          for (std::int32_t k = begin; k < end; ++k) {
+            const float x = sd(v, h) + ss(host.col[k], h);
+            e.push_back(x > 0.0f ? x : slope * x);
+            m = std::max(m, e.back());
+          }
+          float lanes[16] = {};
+          for (std::int32_t k = begin; k < end; ++k) {
+            float& w = e[k - begin];
+            w = kernels::reference::exp_nonpositive(w - m);
+            if (values) w = w * host.val[k];
+            lanes[(k - begin) % 16] += w;
+          }
+          const float inv = 1.0f / lane_tree(lanes);
+          for (std::int32_t k = begin; k < end; ++k) want[k * heads + h] = e[k - begin] * inv;
+        }
+      }
+      EXPECT_GT(std::count(want.begin(), want.end(), 0.0f), 0) << "no exponential below exp(-87)";
+      for (int isa = 0; isa <= static_cast<int>(widest); ++isa) {
+        kernels::set_cpu_isa_limit(static_cast<CpuIsa>(isa));
+        std::vector<float> alpha(want.size());
+        Matrix y(rows, heads * f);
+        kernels::gat_aggregate(cpu(), a.view(), z.view(), sd.data(), ss.data(), heads, slope, alpha.data(),
+                               nullptr, y.view());
+        EXPECT_EQ(alpha, want) << kernels::to_string(static_cast<CpuIsa>(isa)) << ", heads " << heads
+                               << (values ? ", values" : "");
+      }
+      kernels::set_cpu_isa_limit(widest);
+    }
+  }
+}
+
+
 /// gat_aggregate_backward's outputs computed the way gat.cpp documents them, in float, one
 /// operation at a time: the dot product gy_v . z_u of every entry with lane (j mod 16) taking the
 /// products of columns j in ascending order (a multiply, then an add) and the 16 lanes added as
-/// halves, quarters, eighths, pairs; gz as the SpMM adds (entries of the transposed structure in
-/// order, a multiply, then an add, from 0); the softmax and LeakyReLU backward per destination row.
+/// a fixed tree (lane_tree); gz as the SpMM adds (entries of the transposed structure in order, a
+/// multiply, then an add, from 0); the softmax and LeakyReLU backward per destination row, its
+/// two sums (alpha d, then the entries' gradients) with lane (k mod 16) taking the row's entries
+/// k in order and the lanes added by lane_tree.
 struct BackwardBits {
   std::vector<float> edge, gs_dst, gs_src, gz;
 };
@@ -255,21 +353,23 @@ BackwardBits documented_backward(const test::HostCsr& a, const Transposed& t, co
           const float p = gy(v, h * f + j) * z(a.col[k], h * f + j);
           lanes[j % 16] = p + lanes[j % 16];
         }
-        for (int width = 8; width >= 1; width /= 2)
-          for (int i = 0; i < width; ++i) lanes[i] = lanes[i] + lanes[i + width];
-        d.push_back(drop ? lanes[0] * drop[k * heads + h] : lanes[0]);
+        const float dot = lane_tree(lanes);
+        d.push_back(drop ? dot * drop[k * heads + h] : dot);
       }
-      float weighted = 0.0f;
-      for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * d[k - begin];
-      float row_sum = 0.0f;
+      float weighted[16] = {}, row_sum[16] = {};
       for (std::int32_t k = begin; k < end; ++k) {
-        const float de = alpha[k * heads + h] * (d[k - begin] - weighted);
+        float& lane = weighted[(k - begin) % 16];
+        lane = alpha[k * heads + h] * d[k - begin] + lane;
+      }
+      const float weighted_sum = lane_tree(weighted);
+      for (std::int32_t k = begin; k < end; ++k) {
+        const float de = alpha[k * heads + h] * (d[k - begin] - weighted_sum);
         const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
         const float dpre = pre > 0.0f ? de : slope * de;
         b.edge[k * heads + h] = dpre;
-        row_sum += dpre;
+        row_sum[(k - begin) % 16] += dpre;
       }
-      b.gs_dst[v * heads + h] = row_sum;
+      b.gs_dst[v * heads + h] = lane_tree(row_sum);
     }
     for (std::int64_t u = 0; u < a.cols; ++u) {
       float src_sum = 0.0f;

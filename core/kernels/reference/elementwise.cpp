@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/kernels/cpu_isa.hpp"
+#include "core/kernels/reference/exp_math.hpp"
 #include "core/kernels/reference/reference_kernels.hpp"
 #include "core/kernels/reference/simd.hpp"
 

@@ -4,8 +4,9 @@
 // head, run by sparse.cpp's spmm_columns (sparse_rows.hpp); the scores' dot products on dots()
 // (gat_dots.inc), whose summation order is fixed whatever the vector width. The backward gathers
 // each gy row once (gat_backward_rows.inc) for both the transposed aggregation and the score
-// gradients' dot products, with the SpMM's and dots()'s operations in their orders.
-// exp is the scalar libm call. Rows are scheduled in chunks of about equal stored entries.
+// gradients' dot products, with the SpMM's and dots()'s operations in their orders. The edge
+// softmax runs per instruction set too (gat_softmax_rows.inc, exp_math.hpp's exp: no libm call),
+// its sums in a fixed order. Rows are scheduled in chunks of about equal stored entries.
 #include <omp.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/kernels/cpu_isa.hpp"
+#include "core/kernels/reference/exp_math.hpp"
 #include "core/kernels/reference/reference_kernels.hpp"
 #include "core/kernels/reference/scratch.hpp"
 #include "core/kernels/reference/simd.hpp"
@@ -30,7 +32,9 @@ std::int64_t head_width(std::int64_t cols, std::int32_t heads) {
   return cols / heads;
 }
 
-float leaky(float x, float slope) { return x > 0.0f ? x : slope * x; }
+/// Floats of a row's softmax_row buffer (gat_softmax_rows.inc): its n entries rounded up to whole
+/// 16-lane groups, twice (the scores, then the entries' values where there are values).
+std::int64_t softmax_buffer(std::int64_t n) { return 2 * ((n + 15) / 16 * 16); }
 
 /// The 16 lanes of a dot product added as a fixed tree: halves, quarters, eighths, pairs.
 float reduce_lanes(float* l) {
@@ -68,6 +72,9 @@ struct GatTransposedArgs {
 #define HALOGNN_ISA_BODY "core/kernels/reference/gat_score_rows.inc"
 #include "core/kernels/reference/per_isa.inc"
 #undef HALOGNN_ISA_BODY
+#define HALOGNN_ISA_BODY "core/kernels/reference/gat_softmax_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
 
 using DotsFn = void (*)(const float*, const float* const*, std::int64_t, std::int64_t, float*);
 
@@ -90,6 +97,34 @@ ScoreGradRowsFn score_grad_rows_fn() {
     case CpuIsa::sse2: break;
   }
   return isa_sse2::score_grad_rows;
+}
+
+using SoftmaxRowFn = void (*)(const std::int32_t*, const float*, std::int64_t, float, const float*,
+                              std::int64_t, float, float*, float*);
+
+/// softmax_row for the CPU's instruction set, with the entries' values (a multigraph's
+/// multiplicities) or without.
+SoftmaxRowFn softmax_row_fn(bool values) {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return values ? isa_avx512::softmax_row<true> : isa_avx512::softmax_row<false>;
+    case CpuIsa::avx2: return values ? isa_avx2::softmax_row<true> : isa_avx2::softmax_row<false>;
+    case CpuIsa::sse2: break;
+  }
+  return values ? isa_sse2::softmax_row<true> : isa_sse2::softmax_row<false>;
+}
+
+using SoftmaxBackwardRowFn = float (*)(const std::int32_t*, const float*, const float*, std::int64_t, float,
+                                       const float*, std::int64_t, float, float*, float*);
+
+/// softmax_backward_row for the CPU's instruction set, with attention dropout or without.
+SoftmaxBackwardRowFn softmax_backward_row_fn(bool drop) {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512:
+      return drop ? isa_avx512::softmax_backward_row<true> : isa_avx512::softmax_backward_row<false>;
+    case CpuIsa::avx2: return drop ? isa_avx2::softmax_backward_row<true> : isa_avx2::softmax_backward_row<false>;
+    case CpuIsa::sse2: break;
+  }
+  return drop ? isa_sse2::softmax_backward_row<true> : isa_sse2::softmax_backward_row<false>;
 }
 
 using TransposedRowsFn = void (*)(const GatTransposedArgs&, std::int64_t, std::int64_t,
@@ -209,33 +244,19 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
   if (a.rows == 0) return;
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
-  // Pass 1, per row and head: the edge softmax of the scores into alpha.
+  // Pass 1, per row and head: the edge softmax of the scores into alpha (softmax_row).
+  const SoftmaxRowFn softmax_row = softmax_row_fn(a.val != nullptr);
 #pragma omp parallel if (n_chunks > 1)
   {
-    std::vector<float> e;  // one row's scores
+    std::vector<float> e;  // one row's scores, then its exponentials (and its values)
 #pragma omp for schedule(dynamic, 1)
     for (std::int64_t c = 0; c < n_chunks; ++c) {
       for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
         const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-        e.resize(static_cast<std::size_t>(end - begin));
-        for (std::int32_t h = 0; h < heads; ++h) {
-          // Max-shifted softmax: exp never overflows and the largest term is exactly 1.
-          const float sd = s_dst[v * heads + h];
-          float m = -INFINITY;
-          for (std::int32_t k = begin; k < end; ++k) {
-            const float x = leaky(sd + s_src[a.col[k] * heads + h], negative_slope);
-            e[k - begin] = x;
-            m = std::max(m, x);
-          }
-          float sum = 0.0f;
-          for (std::int32_t k = begin; k < end; ++k) {
-            const float w = std::exp(e[k - begin] - m) * (a.val ? a.val[k] : 1.0f);
-            alpha[k * heads + h] = w;
-            sum += w;
-          }
-          const float inv = 1.0f / sum;
-          for (std::int32_t k = begin; k < end; ++k) alpha[k * heads + h] *= inv;
-        }
+        e.resize(static_cast<std::size_t>(softmax_buffer(end - begin)));
+        for (std::int32_t h = 0; h < heads; ++h)
+          softmax_row(a.col + begin, a.val ? a.val + begin : nullptr, end - begin, s_dst[v * heads + h],
+                      s_src + h, heads, negative_slope, e.data(), alpha + static_cast<std::int64_t>(begin) * heads + h);
       }
     }
   }
@@ -275,6 +296,7 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
                  gz.cols == z.cols && a_t.rows == a.cols && a_t.nnz == a.nnz,
              "gat_aggregate_backward: shapes");
   const TransposedRowsFn transposed_rows = transposed_rows_fn();
+  const SoftmaxBackwardRowFn softmax_backward = softmax_backward_row_fn(drop != nullptr);
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
   const std::vector<std::int64_t> t_chunks = detail::row_chunks(a_t, kChunkEntries);
@@ -315,27 +337,18 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
       for (std::int64_t c = 0; c < n_t_chunks; ++c)
         transposed_rows(t, t_chunks[c], t_chunks[c + 1], lanes);
     }
-    // Pass 2, per destination row: dL/dalpha = d_vu (gy_v . z_u) (the dot products times the
-    // dropout multipliers), through the softmax
-    // (de = alpha (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and
-    // the LeakyReLU, giving dL/d(s_dst[v] + s_src[u]) per entry.
+    // Pass 2, per destination row (softmax_backward_row): dL/dalpha = d_vu (gy_v . z_u) (the dot
+    // products times the dropout multipliers), through the softmax (de = alpha (dalpha - sum
+    // alpha dalpha); a multiplicity only shifts e, so it drops out) and the LeakyReLU, giving
+    // dL/d(s_dst[v] + s_src[u]) per entry and their sum per row.
 #pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
     for (std::int64_t c = 0; c < n_chunks; ++c) {
       for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
-        const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-        if (drop)
-          for (std::int32_t k = begin; k < end; ++k) dot[k] *= drop[k * heads + h];
-        float weighted = 0.0f;
-        for (std::int32_t k = begin; k < end; ++k) weighted += alpha[k * heads + h] * dot[k];
-        float row_sum = 0.0f;
-        for (std::int32_t k = begin; k < end; ++k) {
-          const float de = alpha[k * heads + h] * (dot[k] - weighted);
-          const float pre = s_dst[v * heads + h] + s_src[a.col[k] * heads + h];
-          const float dpre = pre > 0.0f ? de : negative_slope * de;
-          edge_grad[k * heads + h] = dpre;
-          row_sum += dpre;
-        }
-        gs_dst[v * heads + h] = row_sum;
+        const std::int64_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
+        gs_dst[v * heads + h] = softmax_backward(a.col + begin, alpha + begin * heads + h,
+                                                 drop ? drop + begin * heads + h : nullptr, end - begin,
+                                                 s_dst[v * heads + h], s_src + h, heads, negative_slope,
+                                                 dot + begin, edge_grad + begin * heads + h);
       }
     }
   }
