@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <limits>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -320,7 +320,6 @@ TEST(GatAggregate, SoftmaxGivesTheDocumentedOperationsBitsOnEveryInstructionSet)
     }
   }
 }
-
 
 /// gat_aggregate_backward's outputs computed the way gat.cpp documents them, in float, one
 /// operation at a time: the dot product gy_v . z_u of every entry with lane (j mod 16) taking the
