@@ -4,6 +4,7 @@
 // fused multiply-adds, so they get a few float32 ulps of the operands' magnitude.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -81,12 +82,29 @@ TEST_F(CudaKernels, SpmmAndTransposeMatchReferenceWithAndWithoutValues) {
 // Sparsified features of 300 columns (a 44-wide tail chunk), k = 5: 70 rows (one expanded block)
 // and two blocks and 7 rows more (the GPU expands kCompactExpandBytes of rows at a time), so the
 // blocks' offsets, beta on the first block only and a short last block are all compared.
+/// m with every entry replaced by its absolute value (on m's device, which is the host here).
+Matrix absolute(const Matrix& m) {
+  Matrix a = m.clone(m.device_ptr());
+  for (std::int64_t i = 0; i < a.size(); ++i) a.data()[i] = std::fabs(a.data()[i]);
+  return a;
+}
+
+// The two sizes: 70 rows (one expanded block) and two blocks and 7 rows more. The transposed
+// product sums over every row, about 3,500 terms an entry at the second size, which cuBLAS adds
+// in another order than the reference's ascending rows: the two differ by a few float32 units of
+// the sum of the terms' magnitudes (seen on an H200: up to 0.4 of one, 2.4e-5 to 3.8e-5 on
+// entries of 0.5 to 0.8 whose terms' magnitudes sum to about 1,600), so each entry is bounded by
+// kDotTol (1 + |cpu|) + 8 * 2^-24 * (beta |out| + sum of |x| |in|), that sum computed by the CPU
+// kernel on the absolute values (dropout keeps the same entries: its masks are keyed by node and
+// slot, not by value). A block lost or a wrong mask or scale moves an entry by a whole term.
 TEST_F(CudaKernels, CompactProductsMatchReferenceWithAndWithoutDropout) {
   const std::int64_t cols = 300;
   const std::int64_t block = kernels::cuda::kCompactExpandBytes / (cols * static_cast<std::int64_t>(sizeof(float)));
   for (const std::int64_t rows : {std::int64_t{70}, 2 * block + 7}) {
     const Matrix raw = random_matrix(rows, cols, 31);
     const SparseFeatures sf = sparsify_features(raw.data(), rows, cols, 5, 3, 1.0);
+    std::vector<float> cb_abs(sf.codebook.size());
+    std::transform(sf.codebook.begin(), sf.codebook.end(), cb_abs.begin(), [](float v) { return std::fabs(v); });
     std::vector<GlobalId> ids(static_cast<std::size_t>(rows));
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<GlobalId>(3 * i + 1);
     const auto pos = up(sf.positions);
@@ -97,6 +115,8 @@ TEST_F(CudaKernels, CompactProductsMatchReferenceWithAndWithoutDropout) {
       const RngKey key{7, RngPurpose::dropout, 1, 0};
       const CompactView xc{rows, cols, sf.layout.slots(), sf.positions.data(), sf.codebook.data(),
                            sf.layout.slot_base.data(), p, key, ids.data()};
+      const CompactView xa{rows, cols, sf.layout.slots(), sf.positions.data(), cb_abs.data(),
+                           sf.layout.slot_base.data(), p, key, ids.data()};
       const CompactView xg{rows, cols, sf.layout.slots(), pos.data(), cb.data(), base.data(), p, key,
                            ids_g.data()};
       // kernel(x, in, beta, out) on the CPU and on the GPU from the same random in and out.
@@ -104,11 +124,16 @@ TEST_F(CudaKernels, CompactProductsMatchReferenceWithAndWithoutDropout) {
                                float beta, const char* what) {
         const Matrix in = random_matrix(in_rows, 19, seed);
         Matrix out = random_matrix(out_rows, 19, seed + 1);
+        Matrix magnitude = absolute(out);
         const Matrix in_g = up(in);
         Matrix out_g = up(out);
         kernel(*cpu, xc, in.view(), beta, out.view());
+        kernel(*cpu, xa, absolute(in).view(), beta, magnitude.view());
         kernel(*gpu, xg, in_g.view(), beta, out_g.view());
-        expect_close(out_g.to_host(), out.to_host(), kDotTol, what);
+        const std::vector<float> got = out_g.to_host(), want = out.to_host(), sum = magnitude.to_host();
+        for (std::size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], kDotTol * (1.0 + std::fabs(want[i])) + 8 * 0x1p-24 * sum[i])
+              << what << ", " << rows << " rows, dropout " << p << ", beta " << beta << ": flat index " << i;
       };
       for (const float beta : {0.0f, 0.5f}) {
         compare([](auto&&... a) { kernels::compact_matmul(a...); }, cols, rows, 32, beta, "compact_matmul");
