@@ -79,9 +79,6 @@ TEST_F(CudaKernels, SpmmAndTransposeMatchReferenceWithAndWithoutValues) {
   }
 }
 
-// Sparsified features of 300 columns (a 44-wide tail chunk), k = 5: 70 rows (one expanded block)
-// and two blocks and 7 rows more (the GPU expands kCompactExpandBytes of rows at a time), so the
-// blocks' offsets, beta on the first block only and a short last block are all compared.
 /// m with every entry replaced by its absolute value (on m's device, which is the host here).
 Matrix absolute(const Matrix& m) {
   Matrix a = m.clone(m.device_ptr());
@@ -89,14 +86,17 @@ Matrix absolute(const Matrix& m) {
   return a;
 }
 
-// The two sizes: 70 rows (one expanded block) and two blocks and 7 rows more. The transposed
-// product sums over every row, about 3,500 terms an entry at the second size, which cuBLAS adds
-// in another order than the reference's ascending rows: the two differ by a few float32 units of
-// the sum of the terms' magnitudes (seen on an H200: up to 0.4 of one, 2.4e-5 to 3.8e-5 on
-// entries of 0.5 to 0.8 whose terms' magnitudes sum to about 1,600), so each entry is bounded by
-// kDotTol (1 + |cpu|) + 8 * 2^-24 * (beta |out| + sum of |x| |in|), that sum computed by the CPU
-// kernel on the absolute values (dropout keeps the same entries: its masks are keyed by node and
-// slot, not by value). A block lost or a wrong mask or scale moves an entry by a whole term.
+// Sparsified features of 300 columns (a 44-wide tail chunk), k = 5: 70 rows (one expanded block)
+// and two blocks and 7 rows more (the GPU expands kCompactExpandBytes of rows at a time), so the
+// blocks' offsets, beta on the first block only and a short last block are all compared. The
+// transposed product sums over every row, about 3,500 terms an entry at the second size, which
+// cuBLAS adds in another order than the reference's ascending rows: the two differ by a few
+// float32 units of the sum of the terms' magnitudes (seen on an H200: up to 0.4 of one, 2.4e-5 to
+// 3.8e-5 on entries of 0.5 to 0.8 whose terms' magnitudes sum to about 1,600), so each entry is
+// bounded by kDotTol (1 + |cpu|) + 8 * 2^-24 * (beta |out| + sum of |x| |in|), that sum computed
+// by the CPU kernel on the absolute values (dropout keeps the same entries: its masks are keyed
+// by node and column, not by value). A block lost or a wrong mask or scale moves an entry by a
+// whole term.
 TEST_F(CudaKernels, CompactProductsMatchReferenceWithAndWithoutDropout) {
   const std::int64_t cols = 300;
   const std::int64_t block = kernels::cuda::kCompactExpandBytes / (cols * static_cast<std::int64_t>(sizeof(float)));
