@@ -747,6 +747,14 @@ int run(int argc, char** argv) {
     table.add("elu_backward (in place)", shape,
               best_seconds(reps, [&] { kernels::elu_backward(dev, x.view(), z.view(), z.view()); }),
               3 * e4, 3.0 * static_cast<double>(elems));
+    // The residual blocks' activation: about 85 operations an element (two exps, polynomials of
+    // degree 5 and 9, a division), computed for every element (normal_math.hpp).
+    table.add("gelu_forward", shape,
+              best_seconds(reps, [&] { kernels::gelu_forward(dev, x.view(), z.view()); }), 2 * e4,
+              85.0 * static_cast<double>(elems));
+    table.add("gelu_backward (in place)", shape,
+              best_seconds(reps, [&] { kernels::gelu_backward(dev, x.view(), z.view(), z.view()); }),
+              3 * e4, 88.0 * static_cast<double>(elems));
     const RngKey key{1, RngPurpose::dropout, 0, 1};
     table.add("dropout_forward", shape,
               best_seconds(reps, [&] {

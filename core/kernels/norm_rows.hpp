@@ -1,8 +1,9 @@
 #pragma once
 /// @file norm_rows.hpp
-/// The arithmetic of GELU and of one layer-normalised row, written once for both backends
-/// (reference/norm.cpp and cuda/norm.cu call these per element and per row), so the CPU and the
-/// GPU compute the same expressions in the same order.
+/// The arithmetic of one layer-normalised row, written once for both backends (reference/norm.cpp
+/// and cuda/norm.cu call it per row), so the CPU and the GPU compute the same expressions in the
+/// same order; and the GPU's GELU through erff and expf (the CPU's is reference/normal_math.hpp's,
+/// per instruction set without libm).
 #include <cmath>
 #include <cstdint>
 

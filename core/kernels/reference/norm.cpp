@@ -1,33 +1,48 @@
-// GELU and layer normalisation (the residual architecture's elementwise and per-row kernels); the
-// arithmetic is core/kernels/norm_rows.hpp's, shared with the CUDA kernels.
+// GELU and layer normalisation (the residual architecture's elementwise and per-row kernels).
+// GELU runs per instruction set (gelu_rows.inc, normal_math.hpp's Φ: no libm call; libm's erff
+// per element was a fifth of a residual GAT run); the layer norm's arithmetic is
+// core/kernels/norm_rows.hpp's, shared with the CUDA kernels.
 #include <omp.h>
 
 #include <vector>
 
+#include "core/kernels/cpu_isa.hpp"
 #include "core/kernels/norm_rows.hpp"
+#include "core/kernels/reference/normal_math.hpp"
 #include "core/kernels/reference/reference_kernels.hpp"
+#include "core/kernels/reference/simd.hpp"
 
 namespace halognn::kernels::reference {
+namespace {
+
+#define HALOGNN_ISA_BODY "core/kernels/reference/gelu_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
+
+}  // namespace
 
 void gelu_forward(ConstDenseView x, DenseView y) {
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "gelu_forward: shapes differ");
   GNN_ASSERT(x.data != y.data || x.rows * x.cols == 0, "gelu_forward: y aliases x");
   const std::int64_t n = x.rows * x.cols;
-  const float* s = x.data;
-  float* d = y.data;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) d[i] = norm::gelu(s[i]);
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::gelu_rows(x.data, y.data, n);
+    case CpuIsa::avx2: return isa_avx2::gelu_rows(x.data, y.data, n);
+    case CpuIsa::sse2: break;
+  }
+  isa_sse2::gelu_rows(x.data, y.data, n);
 }
 
 void gelu_backward(ConstDenseView x, ConstDenseView gy, DenseView gx) {
   GNN_ASSERT(x.rows == gy.rows && x.cols == gy.cols && gx.rows == gy.rows && gx.cols == gy.cols,
              "gelu_backward: shapes differ");
   const std::int64_t n = x.rows * x.cols;
-  const float* s = x.data;
-  const float* g = gy.data;  // may alias gx
-  float* d = gx.data;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) d[i] = g[i] * norm::gelu_derivative(s[i]);
+  switch (cpu_isa()) {  // gy may alias gx
+    case CpuIsa::avx512: return isa_avx512::gelu_backward_rows(x.data, gy.data, gx.data, n);
+    case CpuIsa::avx2: return isa_avx2::gelu_backward_rows(x.data, gy.data, gx.data, n);
+    case CpuIsa::sse2: break;
+  }
+  isa_sse2::gelu_backward_rows(x.data, gy.data, gx.data, n);
 }
 
 void layer_norm_forward(ConstDenseView x, const float* gamma, const float* beta, float eps,
