@@ -739,22 +739,22 @@ int run(int argc, char** argv) {
                 kernels::relu_dropout_backward(dev, 0.5f, x.view(), z.view(), z.view());
               }),
               3 * e4, 2.0 * static_cast<double>(elems));
-    // GAT's activation: about 22 operations an element on the negative side (expm1's range
-    // reduction, a degree-8 polynomial, the scaling), computed for every element.
-    table.add("elu_forward", shape,
-              best_seconds(reps, [&] { kernels::elu_forward(dev, x.view(), z.view()); }), 2 * e4,
-              22.0 * static_cast<double>(elems));
-    table.add("elu_backward (in place)", shape,
-              best_seconds(reps, [&] { kernels::elu_backward(dev, x.view(), z.view(), z.view()); }),
-              3 * e4, 3.0 * static_cast<double>(elems));
-    // The residual blocks' activation: about 85 operations an element (two exps, polynomials of
-    // degree 5 and 9, a division), computed for every element (normal_math.hpp).
-    table.add("gelu_forward", shape,
-              best_seconds(reps, [&] { kernels::gelu_forward(dev, x.view(), z.view()); }), 2 * e4,
-              85.0 * static_cast<double>(elems));
-    table.add("gelu_backward (in place)", shape,
-              best_seconds(reps, [&] { kernels::gelu_backward(dev, x.view(), z.view(), z.view()); }),
-              3 * e4, 88.0 * static_cast<double>(elems));
+    // An activation's forward (x -> z) and its backward in place on z, with its operations an
+    // element for the flop column.
+    const auto activation = [&](const std::string& name, auto forward, auto backward, double fwd_ops,
+                                double bwd_ops) {
+      table.add(name + "_forward", shape, best_seconds(reps, [&] { forward(dev, x.view(), z.view()); }),
+                2 * e4, fwd_ops * static_cast<double>(elems));
+      table.add(name + "_backward (in place)", shape,
+                best_seconds(reps, [&] { backward(dev, x.view(), z.view(), z.view()); }), 3 * e4,
+                bwd_ops * static_cast<double>(elems));
+    };
+    // GAT's: about 22 operations an element on the negative side (expm1's range reduction, a
+    // degree-8 polynomial, the scaling), computed for every element.
+    activation("elu", kernels::elu_forward, kernels::elu_backward, 22.0, 3.0);
+    // The residual blocks': about 85 operations an element (two exps, polynomials of degree 5
+    // and 9, a division), computed for every element (normal_math.hpp).
+    activation("gelu", kernels::gelu_forward, kernels::gelu_backward, 85.0, 88.0);
     const RngKey key{1, RngPurpose::dropout, 0, 1};
     table.add("dropout_forward", shape,
               best_seconds(reps, [&] {
