@@ -15,9 +15,6 @@
 
 namespace halognn::kernels::reference {
 
-/// 1/√(2π): φ(x) = exp(-x²/2) / √(2π).
-inline constexpr float kInvSqrt2PiF = static_cast<float>(0.39894228040143267794);
-
 struct NormalParts {
   float cdf;    ///< Φ(x)
   float gauss;  ///< exp(-x²/2)
