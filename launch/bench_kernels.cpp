@@ -821,7 +821,7 @@ int run(int argc, char** argv) {
     const Matrix att_dst = random_matrix(1, f, 21), att_src = random_matrix(1, f, 22);
     Matrix s_dst(n, 1), s_src(n, 1), y(n, f), gz(n, f), gs_dst(n, 1), gs_src(n, 1), ga_dst(1, f),
         ga_src(1, f);
-    std::vector<float> alpha(static_cast<std::size_t>(nnz)), edge_grad(alpha.size());
+    Matrix alpha(nnz, 1), edge_grad(nnz, 1);  // device memory, as the layers hold them
     const double zf = 4.0 * static_cast<double>(n * f);
     const double shape_bytes = structure;  // row_ptr + col (multiplicities are ones)
     // Both attention vectors' scores of every row (one rank: every row is a destination).

@@ -271,8 +271,9 @@ TEST(ExpNonpositive, IsExpWithinOneUlpDownToMinus87AndZeroBelow) {
 /// score minus it (times the entry's value), the sum with lane (k mod 16) taking the row's entries
 /// k in order and the lanes added by lane_tree, each term times the sum's reciprocal. Degrees 0 to
 /// about 50 (a 16-lane group and a remainder, several groups), scores spread so that some
-/// exponentials are below exp(-87) (+0), with and without values, one and three heads, bit for
-/// bit on every instruction set.
+/// exponentials are below exp(-87) (+0), with and without values, one, three and eight heads
+/// (softmax_rows runs every head of a row at once, lane l of head h at l * heads + h), bit for bit
+/// on every instruction set.
 TEST(GatAggregate, SoftmaxGivesTheDocumentedOperationsBitsOnEveryInstructionSet) {
   const int rows = 300, cols = 80, f = 2;
   const float slope = 0.2f;
@@ -280,7 +281,7 @@ TEST(GatAggregate, SoftmaxGivesTheDocumentedOperationsBitsOnEveryInstructionSet)
   for (const bool values : {false, true}) {
     const auto host = random_csr(rows, cols, 60, values, 61);
     const CsrMatrix a = host.to_device();
-    for (const int heads : {1, 3}) {
+    for (const int heads : {1, 3, 8}) {
       const Matrix z = random_matrix(cols, heads * f, 62);
       Matrix sd = random_matrix(rows, heads, 63), ss = random_matrix(cols, heads, 64);
       for (float& x : ss.host()) x *= 80.0f;  // differences beyond 87 within a row
@@ -391,8 +392,9 @@ BackwardBits documented_backward(const test::HostCsr& a, const Transposed& t, co
 TEST(GatAggregateBackward, GivesTheDocumentedOperationsBitsOnEveryInstructionSet) {
   // 50 source rows of about 180 entries each in the transposed structure (its rows are hubs:
   // the gathered rows are requested ahead), widths with and without whole vector groups and
-  // scalar tails (300: AVX-512's 16-vector group, then 2 vectors, then 12 columns), and two heads
-  // (the head's columns copied out of gy's rows first).
+  // scalar tails (300: AVX-512's 16-vector group, then 2 vectors, then 12 columns), and two and
+  // eight heads (the head's columns copied out of gy's rows first; the softmax's backward runs
+  // every head of a row at once, lane l of head h at l * heads + h).
   const int rows = 600, cols = 50;
   const float slope = 0.2f;
   const auto host = random_csr(rows, cols, 30, false, 51);
@@ -400,7 +402,7 @@ TEST(GatAggregateBackward, GivesTheDocumentedOperationsBitsOnEveryInstructionSet
   const Transposed t = transpose(host);
   const CsrView at{cols, rows, a.nnz(), t.row_ptr.data(), t.col.data(), nullptr};
   const CpuIsa widest = kernels::detected_cpu_isa();
-  for (const int heads : {1, 2}) {
+  for (const int heads : {1, 2, 8}) {
     for (const int f : {5, 16, 37, 300}) {
       const Matrix z = random_matrix(cols, heads * f, 52), gy = random_matrix(rows, heads * f, 53);
       const Matrix sd = random_matrix(rows, heads, 54), ss = random_matrix(cols, heads, 55);

@@ -32,9 +32,16 @@ std::int64_t head_width(std::int64_t cols, std::int32_t heads) {
   return cols / heads;
 }
 
-/// Floats of a row's softmax_row buffer (gat_softmax_rows.inc): its n entries rounded up to whole
-/// 16-lane groups, twice (the scores, then the entries' values where there are values).
-std::int64_t softmax_buffer(std::int64_t n) { return 2 * ((n + 15) / 16 * 16); }
+/// Floats of a row's softmax_rows buffer (gat_softmax_rows.inc): its n entries rounded up to
+/// whole 16-entry groups, twice (the scores, then the entries' values where there are values),
+/// then four groups (lanes, maxima, reciprocals) and two floats, every one per head.
+std::int64_t softmax_buffer(std::int64_t n, std::int64_t heads) {
+  return (2 * ((n + 15) / 16 * 16) + 4 * 16 + 2) * heads;
+}
+
+/// Floats of a row's softmax_backward_rows buffer (gat_softmax_rows.inc): the scores of its n
+/// entries, then two groups of 16 entries (lanes, sums) and one float, every one per head.
+std::int64_t softmax_backward_buffer(std::int64_t n, std::int64_t heads) { return (n + 2 * 16 + 1) * heads; }
 
 /// The 16 lanes of a dot product added as a fixed tree: halves, quarters, eighths, pairs.
 float reduce_lanes(float* l) {
@@ -60,7 +67,8 @@ struct GatTransposedArgs {
   float* gz = nullptr;
   std::int64_t ldgz = 0;
   std::int64_t f = 0;  // the head's width
-  float* dot = nullptr;  // gy_v . z_u, per entry (v, u) of a
+  float* dot = nullptr;  // gy_v . z_u, per entry (v, u) of a: dot[e * dot_stride], e the entry of a
+  std::int64_t dot_stride = 1;
 };
 
 #define HALOGNN_ISA_BODY "core/kernels/reference/gat_dots.inc"
@@ -99,32 +107,48 @@ ScoreGradRowsFn score_grad_rows_fn() {
   return isa_sse2::score_grad_rows;
 }
 
-using SoftmaxRowFn = void (*)(const std::int32_t*, const float*, std::int64_t, float, const float*,
-                              std::int64_t, float, float*, float*);
+using SoftmaxRowsFn = void (*)(const std::int32_t*, const float*, std::int64_t, const float*, const float*,
+                               std::int64_t, float, float*, float*);
 
-/// softmax_row for the CPU's instruction set, with the entries' values (a multigraph's
-/// multiplicities) or without.
-SoftmaxRowFn softmax_row_fn(bool values) {
+/// softmax_rows<kValues, kHeads> for the CPU's instruction set.
+template <bool kValues, int kHeads>
+SoftmaxRowsFn softmax_rows_isa() {
   switch (cpu_isa()) {
-    case CpuIsa::avx512: return values ? isa_avx512::softmax_row<true> : isa_avx512::softmax_row<false>;
-    case CpuIsa::avx2: return values ? isa_avx2::softmax_row<true> : isa_avx2::softmax_row<false>;
+    case CpuIsa::avx512: return isa_avx512::softmax_rows<kValues, kHeads>;
+    case CpuIsa::avx2: return isa_avx2::softmax_rows<kValues, kHeads>;
     case CpuIsa::sse2: break;
   }
-  return values ? isa_sse2::softmax_row<true> : isa_sse2::softmax_row<false>;
+  return isa_sse2::softmax_rows<kValues, kHeads>;
 }
 
-using SoftmaxBackwardRowFn = float (*)(const std::int32_t*, const float*, const float*, std::int64_t, float,
-                                       const float*, std::int64_t, float, float*, float*);
+/// softmax_rows for the CPU's instruction set and the head count (1 and 8, the common counts, as
+/// compile-time constants), with the entries' values (a multigraph's multiplicities) or without.
+template <bool kValues>
+SoftmaxRowsFn softmax_rows_fn(std::int32_t heads) {
+  return heads == 1 ? softmax_rows_isa<kValues, 1>()
+                    : heads == 8 ? softmax_rows_isa<kValues, 8>() : softmax_rows_isa<kValues, 0>();
+}
 
-/// softmax_backward_row for the CPU's instruction set, with attention dropout or without.
-SoftmaxBackwardRowFn softmax_backward_row_fn(bool drop) {
+using SoftmaxBackwardRowsFn = void (*)(const std::int32_t*, const float*, const float*, std::int64_t, const float*,
+                                       const float*, std::int64_t, float, float*, float*, float*);
+
+/// softmax_backward_rows<kDrop, kHeads> for the CPU's instruction set.
+template <bool kDrop, int kHeads>
+SoftmaxBackwardRowsFn softmax_backward_rows_isa() {
   switch (cpu_isa()) {
-    case CpuIsa::avx512:
-      return drop ? isa_avx512::softmax_backward_row<true> : isa_avx512::softmax_backward_row<false>;
-    case CpuIsa::avx2: return drop ? isa_avx2::softmax_backward_row<true> : isa_avx2::softmax_backward_row<false>;
+    case CpuIsa::avx512: return isa_avx512::softmax_backward_rows<kDrop, kHeads>;
+    case CpuIsa::avx2: return isa_avx2::softmax_backward_rows<kDrop, kHeads>;
     case CpuIsa::sse2: break;
   }
-  return drop ? isa_sse2::softmax_backward_row<true> : isa_sse2::softmax_backward_row<false>;
+  return isa_sse2::softmax_backward_rows<kDrop, kHeads>;
+}
+
+/// softmax_backward_rows for the CPU's instruction set and the head count (as softmax_rows_fn),
+/// with attention dropout or without.
+template <bool kDrop>
+SoftmaxBackwardRowsFn softmax_backward_rows_fn(std::int32_t heads) {
+  return heads == 1 ? softmax_backward_rows_isa<kDrop, 1>()
+                    : heads == 8 ? softmax_backward_rows_isa<kDrop, 8>() : softmax_backward_rows_isa<kDrop, 0>();
 }
 
 using TransposedRowsFn = void (*)(const GatTransposedArgs&, std::int64_t, std::int64_t,
@@ -244,8 +268,8 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
   if (a.rows == 0) return;
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
-  // Pass 1, per row and head: the edge softmax of the scores into alpha (softmax_row).
-  const SoftmaxRowFn softmax_row = softmax_row_fn(a.val != nullptr);
+  // Pass 1, per row, every head at once: the edge softmax of the scores into alpha (softmax_rows).
+  const SoftmaxRowsFn softmax_rows = a.val ? softmax_rows_fn<true>(heads) : softmax_rows_fn<false>(heads);
 #pragma omp parallel if (n_chunks > 1)
   {
     std::vector<float> e;  // one row's scores, then its exponentials (and its values)
@@ -253,10 +277,10 @@ void gat_aggregate(CsrView a, ConstDenseView z, const float* s_dst, const float*
     for (std::int64_t c = 0; c < n_chunks; ++c) {
       for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
         const std::int32_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-        e.resize(static_cast<std::size_t>(softmax_buffer(end - begin)));
-        for (std::int32_t h = 0; h < heads; ++h)
-          softmax_row(a.col + begin, a.val ? a.val + begin : nullptr, end - begin, s_dst[v * heads + h],
-                      s_src + h, heads, negative_slope, e.data(), alpha + static_cast<std::int64_t>(begin) * heads + h);
+        const auto need = static_cast<std::size_t>(softmax_buffer(end - begin, heads));
+        if (e.size() < need) e.resize(need);
+        softmax_rows(a.col + begin, a.val ? a.val + begin : nullptr, end - begin, s_dst + v * heads, s_src, heads,
+                     negative_slope, e.data(), alpha + static_cast<std::int64_t>(begin) * heads);
       }
     }
   }
@@ -296,17 +320,16 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
                  gz.cols == z.cols && a_t.rows == a.cols && a_t.nnz == a.nnz,
              "gat_aggregate_backward: shapes");
   const TransposedRowsFn transposed_rows = transposed_rows_fn();
-  const SoftmaxBackwardRowFn softmax_backward = softmax_backward_row_fn(drop != nullptr);
+  const SoftmaxBackwardRowsFn softmax_backward =
+      drop ? softmax_backward_rows_fn<true>(heads) : softmax_backward_rows_fn<false>(heads);
   const std::vector<std::int64_t> chunks = detail::row_chunks(a, kChunkEntries);
   const auto n_chunks = static_cast<std::int64_t>(chunks.size()) - 1;
   const std::vector<std::int64_t> t_chunks = detail::row_chunks(a_t, kChunkEntries);
   const auto n_t_chunks = static_cast<std::int64_t>(t_chunks.size()) - 1;
   // Entry indices are absolute (a view of some rows of a larger CSR starts at row_ptr[0] != 0).
   const std::int64_t entries = a_t.rows > 0 ? a_t.row_ptr[a_t.rows] : 0;
-  const std::int64_t a_entries = a.rows > 0 ? a.row_ptr[a.rows] : 0;
-  // The transposed coefficients (a_t's order) and the dot products (a's order) of one head.
-  float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries + a_entries));
-  float* dot = coef + entries;
+  // The transposed coefficients of one head (a_t's order).
+  float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries));
   const bool copied = detail::gathers_from_copy(a_t, f, gy.cols);
   for (std::int32_t h = 0; h < heads; ++h) {
 #pragma omp parallel for schedule(static)
@@ -317,7 +340,8 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
     // Pass 1, per source row over the transposed structure (no two threads write one row), from
     // one gather of each gy row (of the head's columns, copied to a dense array first when they
     // are a strict part of gy's rows): dL/dz_u = sum_v d_vu alpha_vu gy_v (d: the dropout
-    // multiplier, 1 without dropout), and the dot products gy_v . z_u that dL/dalpha needs.
+    // multiplier, 1 without dropout), and the dot products gy_v . z_u that dL/dalpha needs, into
+    // edge_grad (entry e, head h at e * heads + h), which pass 2 turns into the gradients.
     GatTransposedArgs t;
     t.at = a_t;
     t.t_to_a = t_to_a;
@@ -329,7 +353,8 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
     t.gz = gz.data + h * f;
     t.ldgz = gz.cols;
     t.f = f;
-    t.dot = dot;
+    t.dot = edge_grad + h;
+    t.dot_stride = heads;
 #pragma omp parallel if (n_t_chunks > 1)
     {
       std::vector<float> lanes;
@@ -337,30 +362,46 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
       for (std::int64_t c = 0; c < n_t_chunks; ++c)
         transposed_rows(t, t_chunks[c], t_chunks[c + 1], lanes);
     }
-    // Pass 2, per destination row (softmax_backward_row): dL/dalpha = d_vu (gy_v . z_u) (the dot
-    // products times the dropout multipliers), through the softmax (de = alpha (dalpha - sum
-    // alpha dalpha); a multiplicity only shifts e, so it drops out) and the LeakyReLU, giving
-    // dL/d(s_dst[v] + s_src[u]) per entry and their sum per row.
-#pragma omp parallel for schedule(dynamic, 1) if (n_chunks > 1)
+  }
+  // Pass 2, per destination row, every head at once (softmax_backward_rows): dL/dalpha = d_vu
+  // (gy_v . z_u) (the dot products times the dropout multipliers), through the softmax (de = alpha
+  // (dalpha - sum alpha dalpha); a multiplicity only shifts e, so it drops out) and the LeakyReLU,
+  // giving dL/d(s_dst[v] + s_src[u]) per entry in place of its dot product, and their sum per row.
+#pragma omp parallel if (n_chunks > 1)
+  {
+    std::vector<float> buf;
+#pragma omp for schedule(dynamic, 1)
     for (std::int64_t c = 0; c < n_chunks; ++c) {
       for (std::int64_t v = chunks[c]; v < chunks[c + 1]; ++v) {
         const std::int64_t begin = a.row_ptr[v], end = a.row_ptr[v + 1];
-        gs_dst[v * heads + h] = softmax_backward(a.col + begin, alpha + begin * heads + h,
-                                                 drop ? drop + begin * heads + h : nullptr, end - begin,
-                                                 s_dst[v * heads + h], s_src + h, heads, negative_slope,
-                                                 dot + begin, edge_grad + begin * heads + h);
+        const auto need = static_cast<std::size_t>(softmax_backward_buffer(end - begin, heads));
+        if (buf.size() < need) buf.resize(need);
+        softmax_backward(a.col + begin, alpha + begin * heads, drop ? drop + begin * heads : nullptr, end - begin,
+                         s_dst + v * heads, s_src, heads, negative_slope, edge_grad + begin * heads, buf.data(),
+                         gs_dst + v * heads);
       }
     }
   }
-  // Pass 3, per source row over the transposed structure: dL/ds_src[u] = sum_v dpre_vu.
-#pragma omp parallel for schedule(dynamic, 1) if (n_t_chunks > 1)
-  for (std::int64_t c = 0; c < n_t_chunks; ++c) {
-    for (std::int64_t u = t_chunks[c]; u < t_chunks[c + 1]; ++u) {
-      for (std::int32_t h = 0; h < heads; ++h) {
-        float src_sum = 0.0f;
-        for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k)
-          src_sum += edge_grad[static_cast<std::int64_t>(t_to_a[k]) * heads + h];
-        gs_src[u * heads + h] = src_sum;
+  // Pass 3, per source row over the transposed structure, every head at once: dL/ds_src[u] =
+  // sum_v dpre_vu, each head's terms in the structure's order.
+#pragma omp parallel if (n_t_chunks > 1)
+  {
+    std::vector<float> sums(static_cast<std::size_t>(heads));
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < n_t_chunks; ++c) {
+      for (std::int64_t u = t_chunks[c]; u < t_chunks[c + 1]; ++u) {
+        if (heads == 1) {  // the sum in a register
+          float sum = 0.0f;
+          for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k) sum += edge_grad[t_to_a[k]];
+          gs_src[u] = sum;
+          continue;
+        }
+        std::fill(sums.begin(), sums.end(), 0.0f);
+        for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k) {
+          const float* g = edge_grad + static_cast<std::int64_t>(t_to_a[k]) * heads;
+          for (std::int32_t h = 0; h < heads; ++h) sums[static_cast<std::size_t>(h)] += g[h];
+        }
+        std::copy(sums.begin(), sums.end(), gs_src + u * heads);
       }
     }
   }
