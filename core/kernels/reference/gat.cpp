@@ -59,7 +59,8 @@ constexpr std::int32_t kGatPrefetch = 32;
 struct GatTransposedArgs {
   CsrView at;
   const std::int32_t* t_to_a = nullptr;
-  const float* coef = nullptr;  // per entry of at
+  const float* coef = nullptr;  // per entry k of at: coef[k * coef_stride]
+  std::int64_t coef_stride = 1;
   const float* gy = nullptr;    // the head's first column
   std::int64_t ldg = 0;
   const float* z = nullptr;
@@ -161,6 +162,27 @@ TransposedRowsFn transposed_rows_fn() {
     case CpuIsa::sse2: break;
   }
   return isa_sse2::transposed_rows;
+}
+
+/// The source scores' gradients of rows [u0, u1) of a_t, every head: out[u * heads + h] = the
+/// sum of edge_grad[e * heads + h] over the row's entries (e = t_to_a[k]) in the row's order, from
+/// 0. kHeads > 0 fixes the head count at compile time (the sums held in registers), 0 takes it from
+/// the argument.
+template <int kHeads>
+void source_score_sums(CsrView a_t, const std::int32_t* t_to_a, const float* edge_grad, std::int32_t heads_arg,
+                       std::int64_t u0, std::int64_t u1, float* out) {
+  const std::int64_t heads = kHeads > 0 ? kHeads : heads_arg;
+  std::vector<float> buffer(kHeads > 0 ? 0 : static_cast<std::size_t>(heads));
+  float fixed[kHeads > 0 ? kHeads : 1];
+  float* sums = kHeads > 0 ? fixed : buffer.data();
+  for (std::int64_t u = u0; u < u1; ++u) {
+    for (std::int64_t h = 0; h < heads; ++h) sums[h] = 0.0f;
+    for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k) {
+      const float* g = edge_grad + static_cast<std::int64_t>(t_to_a[k]) * heads;
+      for (std::int64_t h = 0; h < heads; ++h) sums[h] += g[h];
+    }
+    for (std::int64_t h = 0; h < heads; ++h) out[u * heads + h] = sums[h];
+  }
 }
 
 }  // namespace
@@ -328,15 +350,23 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
   const auto n_t_chunks = static_cast<std::int64_t>(t_chunks.size()) - 1;
   // Entry indices are absolute (a view of some rows of a larger CSR starts at row_ptr[0] != 0).
   const std::int64_t entries = a_t.rows > 0 ? a_t.row_ptr[a_t.rows] : 0;
-  // The transposed coefficients of one head (a_t's order).
-  float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries));
+  // The transposed coefficients, every head (a_t's order: entry k, head h at k * heads + h), from
+  // one read of each entry's heads of alpha (and drop).
+  float* coef = scratch::shared_floats_2(static_cast<std::size_t>(entries * heads));
+  const std::int64_t first = a_t.rows > 0 ? a_t.row_ptr[0] : 0;
+  if (heads == 1) {  // one gather a entry, no loop over heads
+#pragma omp parallel for schedule(static)
+    for (std::int64_t k = first; k < entries; ++k) coef[k] = alpha[t_to_a[k]] * (drop ? drop[t_to_a[k]] : 1.0f);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t k = first; k < entries; ++k) {
+      const std::int64_t e = t_to_a[k];
+      for (std::int32_t h = 0; h < heads; ++h)
+        coef[k * heads + h] = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
+    }
+  }
   const bool copied = detail::gathers_from_copy(a_t, f, gy.cols);
   for (std::int32_t h = 0; h < heads; ++h) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t k = a_t.rows > 0 ? a_t.row_ptr[0] : 0; k < entries; ++k) {
-      const std::int64_t e = t_to_a[k];
-      coef[k] = alpha[e * heads + h] * (drop ? drop[e * heads + h] : 1.0f);
-    }
     // Pass 1, per source row over the transposed structure (no two threads write one row), from
     // one gather of each gy row (of the head's columns, copied to a dense array first when they
     // are a strict part of gy's rows): dL/dz_u = sum_v d_vu alpha_vu gy_v (d: the dropout
@@ -345,7 +375,8 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
     GatTransposedArgs t;
     t.at = a_t;
     t.t_to_a = t_to_a;
-    t.coef = coef;
+    t.coef = coef + h;
+    t.coef_stride = heads;
     t.gy = copied ? detail::copy_columns(gy.data + h * f, gy.cols, gy.rows, f) : gy.data + h * f;
     t.ldg = copied ? f : gy.cols;
     t.z = z.data + h * f;
@@ -384,27 +415,11 @@ void gat_aggregate_backward(CsrView a, CsrView a_t, const std::int32_t* t_to_a, 
   }
   // Pass 3, per source row over the transposed structure, every head at once: dL/ds_src[u] =
   // sum_v dpre_vu, each head's terms in the structure's order.
-#pragma omp parallel if (n_t_chunks > 1)
-  {
-    std::vector<float> sums(static_cast<std::size_t>(heads));
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t c = 0; c < n_t_chunks; ++c) {
-      for (std::int64_t u = t_chunks[c]; u < t_chunks[c + 1]; ++u) {
-        if (heads == 1) {  // the sum in a register
-          float sum = 0.0f;
-          for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k) sum += edge_grad[t_to_a[k]];
-          gs_src[u] = sum;
-          continue;
-        }
-        std::fill(sums.begin(), sums.end(), 0.0f);
-        for (std::int32_t k = a_t.row_ptr[u]; k < a_t.row_ptr[u + 1]; ++k) {
-          const float* g = edge_grad + static_cast<std::int64_t>(t_to_a[k]) * heads;
-          for (std::int32_t h = 0; h < heads; ++h) sums[static_cast<std::size_t>(h)] += g[h];
-        }
-        std::copy(sums.begin(), sums.end(), gs_src + u * heads);
-      }
-    }
-  }
+  const auto source_sums =
+      heads == 1 ? source_score_sums<1> : heads == 8 ? source_score_sums<8> : source_score_sums<0>;
+#pragma omp parallel for schedule(dynamic, 1) if (n_t_chunks > 1)
+  for (std::int64_t c = 0; c < n_t_chunks; ++c)
+    source_sums(a_t, t_to_a, edge_grad, heads, t_chunks[c], t_chunks[c + 1], gs_src);
 }
 
 void edge_dropout_mask(const RngKey& key, const GlobalId* ids, float p, CsrView a,
