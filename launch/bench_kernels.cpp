@@ -755,6 +755,21 @@ int run(int argc, char** argv) {
     // The residual blocks': about 85 operations an element (two exps, polynomials of degree 5
     // and 9, a division), computed for every element (normal_math.hpp).
     activation("gelu", kernels::gelu_forward, kernels::gelu_backward, 85.0, 88.0);
+    // The residual blocks' layer norm (x -> z with the row statistics; its backward in place on z,
+    // the parameter gradients accumulated): x, gamma and beta read and z written once (the two
+    // passes over a row's sums read it from the cache); about 9 and 14 operations an element.
+    Matrix gamma = random_matrix(1, f, 23), beta = random_matrix(1, f, 24), stats(n, 2), ggamma(1, f), gbeta(1, f);
+    table.add("layer_norm_forward", shape,
+              best_seconds(reps, [&] {
+                kernels::layer_norm_forward(dev, x.view(), gamma.data(), beta.data(), 1e-5f, z.view(), stats.data());
+              }),
+              2 * e4 + 8.0 * f + 8.0 * n, 9.0 * static_cast<double>(elems));
+    table.add("layer_norm_backward (in place)", shape,
+              best_seconds(reps, [&] {
+                kernels::layer_norm_backward(dev, x.view(), stats.data(), gamma.data(), z.view(), 0.0f, z.view(),
+                                             ggamma.data(), gbeta.data());
+              }),
+              3 * e4 + 12.0 * f + 8.0 * n, 14.0 * static_cast<double>(elems));
     const RngKey key{1, RngPurpose::dropout, 0, 1};
     table.add("dropout_forward", shape,
               best_seconds(reps, [&] {

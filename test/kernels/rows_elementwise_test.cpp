@@ -416,6 +416,90 @@ TEST(LayerNorm, ForwardAndBackwardMatchDoublePrecisionFormulas) {
   }
 }
 
+/// The layer norm's row statistics and input gradient computed the way norm_rows.hpp documents
+/// them: each double sum with element j in lane j mod 8 in ascending j and the lanes added as a
+/// fixed tree (halves, quarters, pairs), the rest in single float operations; widths with and
+/// without whole 8-lane groups and a tail, and rows whose sums cancel so that another lane count
+/// or order changes the result; bit for bit on every instruction set, and the
+/// parameter gradients (double partial sums column by column) the same bits on every set.
+TEST(LayerNorm, GivesTheDocumentedOperationsBitsOnEveryInstructionSet) {
+  const auto tree = [](double* l) {
+    for (int w = 4; w >= 1; w /= 2)
+      for (int i = 0; i < w; ++i) l[i] = l[i] + l[i + w];
+    return l[0];
+  };
+  const std::int64_t rows = 40;
+  const float eps = 1e-5f, beta_out = 0.5f;
+  for (const std::int64_t f : {1, 5, 8, 13, 64, 100, 515}) {
+    Matrix x = random_matrix(rows, f, 31);
+    for (float& v : x.host()) v = 3.0f * v + 0.25f;  // a mean well away from 0
+    Matrix gamma = random_matrix(1, f, 32), gy = random_matrix(rows, f, 34);
+    const Matrix beta = random_matrix(1, f, 33), gx0 = random_matrix(rows, f, 35);
+    if (f > 8) {
+      // Sums whose double rounding shows the lanes: 2^60 + 1 - 2^60 is 0 in one lane and 1 with
+      // the 1 in a lane of its own (x's row 0 for the statistics, d = gy gamma of row 1).
+      for (std::int64_t j = 0; j < f; ++j) x(0, j) = 0.0f;
+      x(0, 0) = 0x1p60f;
+      x(0, 4) = 1.0f;
+      x(0, 8) = -0x1p60f;
+      for (const std::int64_t j : {0, 4, 8}) gamma(0, j) = 1.0f;
+      for (std::int64_t j = 0; j < f; ++j) x(1, j) = 0.75f;  // x̂ = 0: mean(d x̂) = 0, mean(d) shows
+      gy(1, 0) = 0x1p60f;
+      gy(1, 4) = 1.0f;
+      gy(1, 8) = -0x1p60f;
+    }
+    std::vector<float> want_y(static_cast<std::size_t>(rows * f)), want_stats(static_cast<std::size_t>(2 * rows));
+    std::vector<float> want_gx(want_y.size());
+    for (std::int64_t i = 0; i < rows; ++i) {
+      double l[8] = {};
+      for (std::int64_t j = 0; j < f; ++j) l[j % 8] += static_cast<double>(x(i, j));
+      const double mean = tree(l) / static_cast<double>(f);
+      double q[8] = {};
+      for (std::int64_t j = 0; j < f; ++j) {
+        const double c = static_cast<double>(x(i, j)) - mean;
+        q[j % 8] += c * c;
+      }
+      const float mu = static_cast<float>(mean);
+      const auto rstd = static_cast<float>(1.0 / std::sqrt(tree(q) / static_cast<double>(f) + eps));
+      want_stats[2 * i] = mu;
+      want_stats[2 * i + 1] = rstd;
+      double ld[8] = {}, ldx[8] = {};
+      for (std::int64_t j = 0; j < f; ++j) {
+        const float xh = (x(i, j) - mu) * rstd;
+        want_y[i * f + j] = xh * gamma(0, j) + beta(0, j);
+        const float d = gy(i, j) * gamma(0, j);
+        ld[j % 8] += static_cast<double>(d);
+        ldx[j % 8] += static_cast<double>(d) * static_cast<double>(xh);
+      }
+      const auto mean_d = static_cast<float>(tree(ld) / static_cast<double>(f));
+      const auto mean_dx = static_cast<float>(tree(ldx) / static_cast<double>(f));
+      for (std::int64_t j = 0; j < f; ++j) {
+        const float v = rstd * (gy(i, j) * gamma(0, j) - mean_d - (x(i, j) - mu) * rstd * mean_dx);
+        want_gx[i * f + j] = beta_out * gx0(i, j) + v;
+      }
+    }
+    std::vector<float> first_gg, first_gb;
+    for (const kernels::CpuIsa isa : {kernels::CpuIsa::sse2, kernels::CpuIsa::avx2, kernels::CpuIsa::avx512}) {
+      kernels::set_cpu_isa_limit(isa);
+      const std::string where = std::string(kernels::to_string(kernels::cpu_isa())) + ", f " + std::to_string(f);
+      Matrix y(rows, f), stats(rows, 2), gx = gx0.clone(), gg(1, f), gb(1, f);
+      kernels::layer_norm_forward(cpu(), x.view(), gamma.data(), beta.data(), eps, y.view(), stats.data());
+      kernels::layer_norm_backward(cpu(), x.view(), stats.data(), gamma.data(), gy.view(), beta_out, gx.view(),
+                                   gg.data(), gb.data());
+      EXPECT_EQ(stats.to_host(), want_stats) << where;
+      EXPECT_EQ(y.to_host(), want_y) << where;
+      EXPECT_EQ(gx.to_host(), want_gx) << where;
+      if (first_gg.empty()) {
+        first_gg = gg.to_host();
+        first_gb = gb.to_host();
+      }
+      EXPECT_EQ(gg.to_host(), first_gg) << where;
+      EXPECT_EQ(gb.to_host(), first_gb) << where;
+    }
+    kernels::set_cpu_isa_limit(kernels::detected_cpu_isa());
+  }
+}
+
 TEST(Dropout, MaskIsTheDocumentedCounterRngDrawAndBackwardReusesIt) {
   const RngKey key{3, RngPurpose::dropout, 5, 1};
   const float p = 0.3f;

@@ -1,7 +1,8 @@
 // GELU and layer normalisation (the residual architecture's elementwise and per-row kernels).
 // GELU runs per instruction set (gelu_rows.inc, normal_math.hpp's Φ: no libm call; libm's erff
 // per element was a fifth of a residual GAT run); the layer norm's arithmetic is
-// core/kernels/norm_rows.hpp's, shared with the CUDA kernels.
+// core/kernels/norm_rows.hpp's, shared with the CUDA kernels, its rows compiled per instruction
+// set too (layer_norm_rows.inc), so that its lane sums vectorise.
 #include <omp.h>
 
 #include <vector>
@@ -18,6 +19,32 @@ namespace {
 #define HALOGNN_ISA_BODY "core/kernels/reference/gelu_rows.inc"
 #include "core/kernels/reference/per_isa.inc"
 #undef HALOGNN_ISA_BODY
+#define HALOGNN_ISA_BODY "core/kernels/reference/layer_norm_rows.inc"
+#include "core/kernels/reference/per_isa.inc"
+#undef HALOGNN_ISA_BODY
+
+using LayerNormRowFn = void (*)(ConstDenseView, const float*, const float*, float, DenseView, float*, std::int64_t);
+
+LayerNormRowFn layer_norm_row_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::layer_norm_row_at;
+    case CpuIsa::avx2: return isa_avx2::layer_norm_row_at;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::layer_norm_row_at;
+}
+
+using LayerNormRowBackwardFn = void (*)(ConstDenseView, const float*, const float*, ConstDenseView, float, DenseView,
+                                        double*, double*, std::int64_t);
+
+LayerNormRowBackwardFn layer_norm_row_backward_fn() {
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return isa_avx512::layer_norm_row_backward_at;
+    case CpuIsa::avx2: return isa_avx2::layer_norm_row_backward_at;
+    case CpuIsa::sse2: break;
+  }
+  return isa_sse2::layer_norm_row_backward_at;
+}
 
 }  // namespace
 
@@ -50,9 +77,9 @@ void layer_norm_forward(ConstDenseView x, const float* gamma, const float* beta,
   GNN_ASSERT(x.rows == y.rows && x.cols == y.cols, "layer_norm_forward: shapes differ");
   GNN_ASSERT(x.data != y.data || x.rows * x.cols == 0, "layer_norm_forward: y aliases x");
   if (x.cols == 0) return;
+  const LayerNormRowFn row = layer_norm_row_fn();
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < x.rows; ++i)
-    norm::layer_norm_row(x.row(i), x.cols, gamma, beta, eps, y.row(i), stats + 2 * i);
+  for (std::int64_t i = 0; i < x.rows; ++i) row(x, gamma, beta, eps, y, stats, i);
 }
 
 void layer_norm_backward(ConstDenseView x, const float* stats, const float* gamma,
@@ -64,6 +91,7 @@ void layer_norm_backward(ConstDenseView x, const float* stats, const float* gamm
   // The parameter gradients: thread-private partial sums in double, combined in thread order
   // (deterministic for a fixed thread count), as column_sum does. Each row's are taken before
   // its input gradient is written (gx may alias gy).
+  const LayerNormRowBackwardFn row = layer_norm_row_backward_fn();
   const int threads = omp_get_max_threads();
   std::vector<double> partial(static_cast<std::size_t>(2 * threads * f), 0.0);
 #pragma omp parallel num_threads(threads)
@@ -71,16 +99,7 @@ void layer_norm_backward(ConstDenseView x, const float* stats, const float* gamm
     double* acc_gamma = partial.data() + static_cast<std::int64_t>(omp_get_thread_num()) * 2 * f;
     double* acc_beta = acc_gamma + f;
 #pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < x.rows; ++i) {
-      const float* r = x.row(i);
-      const float* g = gy.row(i);
-      const float mu = stats[2 * i], rstd = stats[2 * i + 1];
-      for (std::int64_t j = 0; j < f; ++j) {
-        acc_gamma[j] += static_cast<double>(g[j]) * ((r[j] - mu) * rstd);
-        acc_beta[j] += g[j];
-      }
-      norm::layer_norm_row_backward(r, stats + 2 * i, gamma, g, f, beta, gx.row(i));
-    }
+    for (std::int64_t i = 0; i < x.rows; ++i) row(x, stats, gamma, gy, beta, gx, acc_gamma, acc_beta, i);
   }
   for (std::int64_t j = 0; j < f; ++j) {
     double sg = 0.0, sb = 0.0;
