@@ -194,11 +194,15 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     operators = 3 * kI * (own + 1) + kI * (halo + 1) +
                 2 * (kI * op_nnz + with_values * kF * op_nnz);
   }
+  double most_heads = 0;
   for (int l = 0; l < L; ++l) {
-    if (gat)
-      attention += per_edge_head * kF * op_nnz *
-                   static_cast<double>(dims[static_cast<std::size_t>(l)].heads);
+    const auto heads = static_cast<double>(dims[static_cast<std::size_t>(l)].heads);
+    if (gat) attention += per_edge_head * kF * op_nnz * heads;
+    most_heads = std::max(most_heads, heads);
   }
+  // The attention backward's transposed coefficients of every head: kernel scratch, one buffer
+  // the layers share.
+  if (gat) attention += kF * op_nnz * most_heads;
   // Parameters: value and gradient of every declared parameter; optimiser state of the trained
   // ones (Adam: two moments; SGD: a velocity when momentum > 0). The biases are declared always
   // and trained unless --no-bias. With the best-model restore, a copy of every trained value is
