@@ -200,9 +200,9 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
     if (gat) attention += per_edge_head * kF * op_nnz * heads;
     most_heads = std::max(most_heads, heads);
   }
-  // The attention backward's transposed coefficients of every head: kernel scratch, one buffer
-  // the layers share.
-  if (gat) attention += kF * op_nnz * most_heads;
+  // The CPU attention backward's transposed coefficients of every head: kernel scratch, one
+  // buffer the layers share, host memory outside the device's buffers (the CUDA kernels keep none).
+  const double attention_scratch = gat && where.device_is_host ? kF * op_nnz * most_heads : 0;
   // Parameters: value and gradient of every declared parameter; optimiser state of the trained
   // ones (Adam: two moments; SGD: a velocity when momentum > 0). The biases are declared always
   // and trained unless --no-bias. With the best-model restore, a copy of every trained value is
@@ -465,6 +465,9 @@ MemoryEstimate estimate_training_memory(const TrainConfig& cfg, const PartitionS
         std::string(cfg.attention_dropout > 0 ? "--attention-dropout, " : "") +
             "--heads, --output-heads, --layers, the partition's edges",
         dev, attention);
+  if (attention_scratch > 0)
+    add("attention backward scratch (CPU)", "--heads, --output-heads, the partition's edges", host,
+        attention_scratch);
   add("layer-0 input",
       compact ? "the sparsified features (F = " + f + ", " + std::to_string(s.sparse_slots) +
                     " positions per row)"
