@@ -221,6 +221,34 @@ TEST(MemoryEstimate, BiasesWithoutTrainingHaveNoMomentsAndNoSnapshot) {
   EXPECT_EQ(with.epoch_device - without.epoch_device, bias_bytes) << "the snapshot's copy";
 }
 
+TEST(MemoryEstimate, CountsTheCpuAttentionBackwardScratchOnceForTheMostHeads) {
+  // The CPU GAT backward's transposed coefficients: E' = adjacency entries + self-loops floats per
+  // head of the layer with the most heads, host memory, once; none on a GPU (its kernels keep no
+  // scratch) and none for other models. (Host memory, which the counting device above does not see.)
+  const Dataset ds = testing::small_dataset();
+  const LocalPartition part = testing::partition_of(ds, 1, 0);
+  const PartitionShape s = PartitionShape::of(part);
+  const auto scratch = [&](const TrainConfig& cfg, MemoryPlacement where) {
+    const MemoryEstimate e = estimate_training_memory(cfg, s, where);
+    for (const MemoryTerm& t : e.terms)
+      if (t.name == "attention backward scratch (CPU)") {
+        EXPECT_EQ(t.space, MemorySpace::host);
+        return t.bytes;
+      }
+    return std::uint64_t{0};
+  };
+  TrainConfig cfg = testing::small_config(ModelKind::gat);
+  cfg.layers = 3;
+  cfg.heads = 8;
+  cfg.output_heads = 3;
+  const auto entries = static_cast<std::uint64_t>(s.adj_nnz + s.num_owned);
+  EXPECT_EQ(scratch(cfg, MemoryPlacement{true, false}), 4 * entries * 8);
+  cfg.heads = 2;
+  EXPECT_EQ(scratch(cfg, MemoryPlacement{true, false}), 4 * entries * 3) << "the output layer's 3 heads";
+  EXPECT_EQ(scratch(cfg, MemoryPlacement{false, false}), 0u) << "GPU";
+  EXPECT_EQ(scratch(testing::small_config(ModelKind::gcn), MemoryPlacement{true, false}), 0u) << "GCN";
+}
+
 TEST(MemoryEstimate, NamesTheLargestTermAndItsOptions) {
   Dataset ds = testing::small_dataset();
   const LocalPartition part = testing::partition_of(ds, 1, 0);
