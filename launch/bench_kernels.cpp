@@ -758,7 +758,8 @@ int run(int argc, char** argv) {
     // The residual blocks' layer norm (x -> z with the row statistics; its backward in place on z,
     // the parameter gradients accumulated): x, gamma and beta read and z written once (the two
     // passes over a row's sums read it from the cache); about 9 and 14 operations an element.
-    Matrix gamma = random_matrix(1, f, 23), beta = random_matrix(1, f, 24), stats(n, 2), ggamma(1, f), gbeta(1, f);
+    const Matrix gamma = random_matrix(1, f, 23), beta = random_matrix(1, f, 24);
+    Matrix stats(n, 2), ggamma(1, f), gbeta(1, f);
     table.add("layer_norm_forward", shape,
               best_seconds(reps, [&] {
                 kernels::layer_norm_forward(dev, x.view(), gamma.data(), beta.data(), 1e-5f, z.view(), stats.data());
