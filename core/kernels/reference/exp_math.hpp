@@ -2,8 +2,8 @@
 // for the per-instruction-set row loops (elementwise_rows.inc: ELU; gat_softmax_rows.inc: the edge
 // softmax; normal_math.hpp: GELU's exp(-x²/2)). Each is a fixed sequence of single IEEE
 // operations (the files that use them compile with -ffp-contract=off), so every instruction set
-// gives the same bits. Always inlined: the
-// loops calling them are vectorised only once the calls are gone.
+// gives the same bits. Always inlined: the loops calling them are vectorised only once the calls
+// are gone.
 #pragma once
 
 #include <bit>
