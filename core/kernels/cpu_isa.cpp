@@ -100,7 +100,14 @@ std::int64_t spmm_feature_block(std::int64_t rows_touched, std::int64_t f) {
   const double row_bytes = 4.0 * static_cast<double>(std::max<std::int64_t>(rows_touched, 1));
   if (row_bytes * static_cast<double>(f) <= budget) return f;
   const auto fit = static_cast<std::int64_t>(budget / row_bytes);
-  return std::min(f, std::max<std::int64_t>(16, fit / 16 * 16));
+  // A pass over the matrix gathers a row's columns in register groups of up to 128 floats (8
+  // AVX-512 vectors; 16, 32 and 64 for the smaller groups), each group a pass over the entries
+  // of its own: a block of 160 columns is two such passes, one of them gathering a quarter of the
+  // bytes an entry. So a block is a whole number of the widest groups that fit, and blocks of 128
+  // columns serve f = 256 in two full passes where 160 + 96 took four.
+  std::int64_t group = 128;
+  while (group > 16 && group > fit) group /= 2;
+  return std::min(f, std::max<std::int64_t>(group, fit / group * group));
 }
 
 void set_spmm_cache_budget(double bytes) {

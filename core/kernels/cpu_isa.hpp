@@ -55,7 +55,10 @@ double detected_l3_bytes();
 /// (docs/models.md "Kernels").
 double spmm_cache_budget();
 /// Columns of x one SpMM pass gathers (a feature block): all of f when `rows_touched` x f floats
-/// fit spmm_cache_budget(), otherwise the largest multiple of 16 floats that does (at least 16).
+/// fit spmm_cache_budget(), otherwise the widest multiple of 128 floats that fits, or where not
+/// even 128 fit, the widest of 64, 32 and 16 that does (at least 16): whole register groups of
+/// the SpMM's row loop (spmm_rows), so that no group gathers a narrow remainder in a pass of its
+/// own.
 std::int64_t spmm_feature_block(std::int64_t rows_touched, std::int64_t f);
 /// Replaces spmm_cache_budget() with `bytes` (0 restores the rule above): tests reach feature
 /// blocks with small matrices, benchmarks compare budgets. Process-wide, like the limits above.

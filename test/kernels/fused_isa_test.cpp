@@ -196,10 +196,13 @@ TEST(SpmmCacheBudget, IsAQuarterOfTheL3Within16And64MiBAndCanBeSet) {
   EXPECT_EQ(kernels::spmm_cache_budget(), std::clamp(l3 / 4.0, 16.0 * mib, 64.0 * mib));
 }
 
-TEST(SpmmCacheBudget, AFeatureBlockIsEveryColumnOrTheWidestMultipleOf16ThatFits) {
+TEST(SpmmCacheBudget, AFeatureBlockIsEveryColumnOrWholeRegisterGroupsThatFit) {
   const ScopedSpmmBudget budget(1.0);  // 1 MiB: 262,144 floats
   EXPECT_EQ(kernels::spmm_feature_block(1000, 100), 100);  // 400 KB: every column
-  EXPECT_EQ(kernels::spmm_feature_block(1000, 1000), 256);  // 262 columns fit
+  EXPECT_EQ(kernels::spmm_feature_block(1000, 1000), 256);  // 262 columns fit: two groups of 128
+  EXPECT_EQ(kernels::spmm_feature_block(870, 512), 256);  // 301 fit
+  EXPECT_EQ(kernels::spmm_feature_block(1600, 256), 128);  // 163 fit: 128 + 128, not 160 + 96
+  EXPECT_EQ(kernels::spmm_feature_block(2600, 256), 64);  // 100 fit: groups of 64, not 96 + 96 + 64
   EXPECT_EQ(kernels::spmm_feature_block(6553, 100), 32);  // 40 fit
   EXPECT_EQ(kernels::spmm_feature_block(4096, 70), 64);  // 64 fit, of 70
   EXPECT_EQ(kernels::spmm_feature_block(100000, 64), 16);  // not even 16 fit: 16 at least
